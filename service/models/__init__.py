@@ -1,0 +1,38 @@
+"""All models, imported here so ``Base.metadata`` is complete for Alembic and create_all."""
+
+from service.models.backend import Backend
+from service.models.base import Base, utcnow
+from service.models.breakage import Breakage, BreakageStatus
+from service.models.run import (
+    Failure,
+    IllegalTransition,
+    Outcome,
+    Run,
+    RunState,
+    Step,
+    StepName,
+    StepStatus,
+    TestResult,
+)
+from service.models.torch_build import SourceKind, TorchBuild
+from service.models.webhook import WebhookDelivery
+
+__all__ = [
+    "Backend",
+    "Base",
+    "Breakage",
+    "BreakageStatus",
+    "Failure",
+    "IllegalTransition",
+    "Outcome",
+    "Run",
+    "RunState",
+    "SourceKind",
+    "Step",
+    "StepName",
+    "StepStatus",
+    "TestResult",
+    "TorchBuild",
+    "WebhookDelivery",
+    "utcnow",
+]

@@ -1,0 +1,136 @@
+"""Runtime settings for ootci.
+
+Everything configurable comes from environment variables prefixed ``OOTCI_`` (or a
+``.env`` file). Nothing here performs I/O at import time: call :func:`get_settings`.
+Invalid values fail at start with a message naming the variable, via :class:`SettingsError`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HOME = Path(".ootci")
+
+
+class SettingsError(RuntimeError):
+    """Raised when the environment holds settings ootci cannot start with."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="OOTCI_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    home: Path = Field(DEFAULT_HOME, description="Root of ootci's local state.")
+    database_url: str = Field(
+        "", description="SQLAlchemy URL; empty = SQLite under <home>/ootci.db."
+    )
+    broker_url: str = Field(
+        "", description="Celery broker URL; empty = tasks run in-process (embedded default)."
+    )
+    result_backend: str = ""
+    work_dir: Path | None = Field(None, description="Run logs and build dirs; default <home>/work.")
+    cache_dir: Path | None = Field(
+        None, description="Torch environments and package caches; default <home>/cache."
+    )
+
+    default_torch: str = Field(
+        "pip:torch==2.13.0", description="Torch spec used when `ootci run` gets none."
+    )
+    pins: list[str] = Field(
+        default_factory=lambda: ["pip:torch==2.13.0"],
+        description="Pinned torch specs run every night (JSON list in the env var).",
+    )
+    nightly_index_url: str = "https://download.pytorch.org/whl/nightly/cpu"
+    pip_index_url: str = ""
+    test_timeout_s: int = Field(300, ge=1, description="Per-test timeout inside the suite.")
+    step_timeout_s: int = Field(3600, ge=1)
+    run_lease_s: int = Field(
+        7200, ge=60, description="A running run whose worker vanished is re-claimable after this."
+    )
+    rerun_failed_tests: bool = Field(True, description="Rerun failing tests once to spot flakes.")
+
+    # The HTTP edge.
+    api_token: SecretStr = SecretStr("")
+    webhook_secret: SecretStr = SecretStr("")
+    trigger_label: str = "ciflow/oot"
+    watched_upstream_repo: str = "pytorch/pytorch"
+    watched_upstream_branch: str = "main"
+
+    # GitHub reporting (labels/comments on the culprit PR).
+    github_token: SecretStr = SecretStr("")
+    github_api_url: str = "https://api.github.com"
+    github_repo: str = "pytorch/pytorch"
+    github_label: str = "module: PrivateUse1-break"
+
+    # Beat schedule.
+    nightly_cron: str = "0 3 * * *"
+    weekly_cron: str = "0 6 * * 1"
+
+    @field_validator("database_url")
+    @classmethod
+    def _valid_database_url(cls, value: str) -> str:
+        if not value:
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError(f"not a database URL: {value!r}") from exc
+        if url.get_backend_name() not in {"sqlite", "postgresql"}:
+            raise ValueError(f"unsupported database {url.get_backend_name()!r}: use sqlite or postgresql")
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _valid_broker(cls, value: str) -> str:
+        if value and "://" not in value:
+            raise ValueError(f"not a broker URL: {value!r} (e.g. redis://127.0.0.1:6379/0)")
+        return value
+
+    @field_validator("nightly_cron", "weekly_cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"a crontab needs 5 fields (minute hour day month weekday): {value!r}")
+        return value
+
+    # Derived locations: derived, never stored, so one OOTCI_HOME moves everything.
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.home / 'ootci.db').resolve()}"
+
+    @property
+    def resolved_work_dir(self) -> Path:
+        return (self.work_dir or self.home / "work").resolve()
+
+    @property
+    def resolved_cache_dir(self) -> Path:
+        return (self.cache_dir or self.home / "cache").resolve()
+
+    @property
+    def in_process(self) -> bool:
+        return not self.broker_url
+
+
+def load_settings() -> Settings:
+    """Build settings from the environment, turning validation errors into one clear message."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            name = "OOTCI_" + "_".join(str(p) for p in err["loc"]).upper()
+            problems.append(f"{name}: {err['msg']}")
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return load_settings()

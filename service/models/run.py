@@ -1,0 +1,229 @@
+"""A run: one backend at one sha built and tested against one torch build.
+
+The aggregate is Run with its Steps, TestResults and Failures; every write goes through
+the run so that a crash leaves a consistent, re-claimable row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import zlib
+from typing import Any
+
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from service.models.base import Base, utcnow
+from service.models.torch_build import TorchBuild
+
+
+class RunState(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"  # ootci or the infrastructure failed, not the backend
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunState.PASSED, RunState.FAILED, RunState.ERRORED)
+
+
+ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+    RunState.QUEUED: frozenset({RunState.RUNNING, RunState.ERRORED}),
+    # RUNNING -> QUEUED happens when a lease expires and the run is handed back.
+    RunState.RUNNING: frozenset(
+        {RunState.PASSED, RunState.FAILED, RunState.ERRORED, RunState.QUEUED}
+    ),
+    RunState.PASSED: frozenset(),
+    RunState.FAILED: frozenset(),
+    RunState.ERRORED: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+class StepName(enum.StrEnum):
+    PROVISION = "provision"
+    BUILD = "build"
+    TEST = "test"
+    COLLECT = "collect"
+
+
+class StepStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"
+    SKIPPED = "skipped"
+
+
+class Outcome(enum.StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    CRASHED = "crashed"
+    FLAKY = "flaky"  # failed, then passed on the automatic rerun
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_backend_created", "backend_id", "created_at"),
+        Index("ix_runs_state_created", "state", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    backend_id: Mapped[int] = mapped_column(ForeignKey("backends.id"))
+    torch_spec: Mapped[str] = mapped_column(String(1000))
+    torch_build_id: Mapped[int | None] = mapped_column(ForeignKey("torch_builds.id"))
+    backend_sha: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16), default=RunState.QUEUED)
+    trigger: Mapped[str] = mapped_column(String(32), default="cli")
+    # What caused it: webhook delivery id, PR number, schedule name... (free-form, shown).
+    trigger_info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[dt.datetime | None]
+    finished_at: Mapped[dt.datetime | None]
+    # Claiming: a worker owns a running run until its lease expires.
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[dt.datetime | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+    # Triage verdict of the whole run (filled after classification).
+    verdict: Mapped[str | None] = mapped_column(String(16))
+    verdict_subtype: Mapped[str | None] = mapped_column(String(32))
+    verdict_reason: Mapped[str | None] = mapped_column(Text)
+
+    torch_build: Mapped[TorchBuild | None] = relationship(lazy="joined")
+    steps: Mapped[list[Step]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="Step.id"
+    )
+    test_results: Mapped[list[TestResult]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="TestResult.id"
+    )
+    failures: Mapped[list[Failure]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="Failure.id"
+    )
+
+    def transition(self, new: RunState, *, now: dt.datetime | None = None) -> None:
+        current = RunState(self.state)
+        if new not in ALLOWED_TRANSITIONS[current]:
+            raise IllegalTransition(f"run {self.id}: {current} -> {new} is not allowed")
+        now = now or utcnow()
+        self.state = new
+        if new is RunState.RUNNING:
+            self.started_at = now
+        elif new.finished:
+            self.finished_at = now
+            self.claimed_by = None
+            self.lease_expires_at = None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Step(Base):
+    __tablename__ = "steps"
+    __table_args__ = (Index("ix_steps_run_name", "run_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default=StepStatus.PENDING)
+    started_at: Mapped[dt.datetime | None]
+    finished_at: Mapped[dt.datetime | None]
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    exit_code: Mapped[int | None]
+    # While running, the log streams to log_path; when the step ends it is stored here too,
+    # zlib-compressed, so the database alone holds the full history.
+    log_path: Mapped[str | None] = mapped_column(String(2000))
+    log_compressed: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    log_size: Mapped[int | None]
+    summary: Mapped[str | None] = mapped_column(Text)
+
+    run: Mapped[Run] = relationship(back_populates="steps")
+
+    def store_log(self, data: bytes) -> None:
+        self.log_compressed = zlib.compress(data, 6)
+        self.log_size = len(data)
+
+    def read_log(self) -> bytes:
+        if self.log_compressed is not None:
+            return zlib.decompress(self.log_compressed)
+        if self.log_path:
+            try:
+                with open(self.log_path, "rb") as fh:
+                    return fh.read()
+            except OSError:
+                return b""
+        return b""
+
+
+class TestResult(Base):
+    __tablename__ = "test_results"
+    __table_args__ = (
+        Index("ix_test_results_run", "run_id"),
+        Index("ix_test_results_nodeid", "nodeid"),
+    )
+    __test__ = False  # not a pytest class
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    nodeid: Mapped[str] = mapped_column(String(1000))
+    # The contract-suite file (mechanism) the test belongs to, for the matrix columns.
+    suite: Mapped[str] = mapped_column(String(200))
+    outcome: Mapped[str] = mapped_column(String(16))
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    message: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[str | None] = mapped_column(Text)
+
+    run: Mapped[Run] = relationship(back_populates="test_results")
+
+
+class Failure(Base):
+    __tablename__ = "failures"
+    __table_args__ = (
+        Index("ix_failures_run", "run_id"),
+        Index("ix_failures_fingerprint", "fingerprint"),
+        Index("ix_failures_breakage", "breakage_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    step_name: Mapped[str] = mapped_column(String(16))
+    stage: Mapped[str] = mapped_column(String(16))  # build | import | test | provision
+    nodeid: Mapped[str | None] = mapped_column(String(1000))
+    # The line that matters and where it was.
+    line: Mapped[str] = mapped_column(Text, default="")
+    line_no: Mapped[int | None]
+    captures: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Classifier output (the full Finding is kept for "why this verdict").
+    category: Mapped[str | None] = mapped_column(String(16))
+    subtype: Mapped[str | None] = mapped_column(String(32))
+    rule: Mapped[str | None] = mapped_column(String(100))
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    fingerprint_version: Mapped[int | None]
+    finding: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Triage: upstream | backend | infra | flake | unknown, and why.
+    triage: Mapped[str | None] = mapped_column(String(16))
+    triage_reason: Mapped[str | None] = mapped_column(Text)
+    breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
+
+    run: Mapped[Run] = relationship(back_populates="failures")

@@ -1,0 +1,80 @@
+"""Shared fixtures: real databases.
+
+Postgres tests get a database of their own (created and dropped here), so several test
+sessions on one server never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from service.db import make_engine
+from service.migrate import upgrade
+
+POSTGRES_URL = os.environ.get(
+    "OOTCI_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _postgres_reachable() -> bool:
+    try:
+        engine = make_engine(POSTGRES_URL)
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        engine.dispose()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> str:
+    if not _postgres_reachable():
+        if os.environ.get("CI"):
+            pytest.fail(f"Postgres is required in CI and is not reachable at {POSTGRES_URL}")
+        pytest.skip(f"Postgres not reachable at {POSTGRES_URL}")
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def fresh_postgres_url(postgres_server_url: str) -> Iterator[str]:
+    """A URL to a brand-new empty Postgres database, dropped afterwards."""
+    name = f"ootci_t_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(postgres_server_url).execution_options(isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = postgres_server_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ootci.db'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test using this runs once on SQLite and once on Postgres."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ootci.db'}"
+    return str(request.getfixturevalue("fresh_postgres_url"))
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """A migrated engine on each database kind."""
+    eng = make_engine(db_url)
+    upgrade(eng)
+    yield eng
+    eng.dispose()

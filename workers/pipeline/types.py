@@ -1,0 +1,107 @@
+"""The values that flow between pipeline steps (provision -> build -> test -> collect).
+
+Steps are plain functions over these values; only ``workers.pipeline.execute`` touches the
+database. That keeps every step runnable and testable on its own.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class PipelineError(Exception):
+    """A step could not do its job. ``usage`` errors are the caller's fault (exit 2, nothing
+    stored half-way); ``infra`` errors are the environment's (network, disk, pip)."""
+
+    kind = "infra"
+
+
+class UsageError(PipelineError):
+    kind = "usage"
+
+
+class SpecError(UsageError):
+    """A torch spec that cannot be parsed or resolved."""
+
+
+class RecipeError(UsageError):
+    """A backend dir without a usable ootci.toml."""
+
+
+class ProvisionError(PipelineError):
+    pass
+
+
+@dataclass(frozen=True)
+class TorchEnv:
+    """A provisioned PyTorch: the interpreter to use and what torch it imports."""
+
+    spec: str
+    source_kind: str  # service.models.SourceKind value
+    python: Path
+    version: str
+    git_version: str
+    env_key: str
+    torch_dir: Path  # the directory of the imported `torch` package
+    # Prepended to PYTHONPATH for build and test (path: specs put a patched torch first).
+    pythonpath: tuple[Path, ...] = ()
+
+    def environ(self) -> dict[str, str]:
+        """Environment variables a subprocess needs to see this torch."""
+        env: dict[str, str] = {}
+        if self.pythonpath:
+            env["PYTHONPATH"] = ":".join(str(p) for p in self.pythonpath)
+        return env
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A backend's ootci.toml."""
+
+    name: str
+    source_dir: Path
+    build_command: tuple[str, ...]
+    test_command: tuple[str, ...]
+    timeout_per_test_s: int = 300
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class StepStatus(enum.StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    status: StepStatus
+    exit_code: int | None
+    summary: str = ""
+    log_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    __test__ = False  # not a pytest class
+
+    nodeid: str
+    outcome: str  # service.models.Outcome value
+    duration_s: float | None = None
+    message: str | None = None
+    details: str | None = None
+
+    @property
+    def suite(self) -> str:
+        """The contract-suite file a test belongs to (tests/test_memory.py -> test_memory)."""
+        path = self.nodeid.split("::", 1)[0]
+        return Path(path).stem
+
+
+@dataclass(frozen=True)
+class TestRunOutcome:
+    __test__ = False
+
+    step: StepOutcome
+    results: tuple[TestRecord, ...]
