@@ -1,0 +1,114 @@
+"""Commands on the Run aggregate: create, claim (with a lease), finish.
+
+Functions take a session and never commit: the caller owns the unit of work. Claiming is
+a single conditional UPDATE so two workers racing for one run cannot both win, on SQLite
+and Postgres alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from service.models import Backend, Run, RunState, utcnow
+
+
+def get_or_create_backend(
+    session: Session, name: str, source: str, recipe: dict[str, Any] | None = None
+) -> Backend:
+    backend = session.scalar(select(Backend).where(Backend.name == name))
+    if backend is None:
+        backend = Backend(name=name, source=source, recipe=recipe or {})
+        session.add(backend)
+        session.flush()
+    else:
+        backend.source = source
+        if recipe is not None:
+            backend.recipe = recipe
+    return backend
+
+
+def create_run(
+    session: Session,
+    backend: Backend,
+    torch_spec: str,
+    *,
+    trigger: str,
+    trigger_info: dict[str, Any] | None = None,
+    backend_sha: str | None = None,
+) -> Run:
+    run = Run(
+        backend_id=backend.id,
+        torch_spec=torch_spec,
+        trigger=trigger,
+        trigger_info=trigger_info or {},
+        backend_sha=backend_sha,
+        state=RunState.QUEUED,
+    )
+    session.add(run)
+    session.flush()
+    return run
+
+
+def claim_run(
+    session: Session, run_id: int, worker_id: str, lease_s: int, *, now: dt.datetime | None = None
+) -> bool:
+    """Take ownership of a queued run, or of a running one whose lease has expired.
+
+    Returns False when the run is finished or another worker holds a live lease: the
+    caller must then do nothing (that is what makes ``acks_late`` redelivery idempotent).
+    """
+    now = now or utcnow()
+    result = session.execute(
+        update(Run)
+        .where(
+            Run.id == run_id,
+            or_(
+                Run.state == RunState.QUEUED,
+                (Run.state == RunState.RUNNING) & (Run.lease_expires_at < now),
+            ),
+        )
+        .values(
+            state=RunState.RUNNING,
+            claimed_by=worker_id,
+            lease_expires_at=now + dt.timedelta(seconds=lease_s),
+            started_at=now,
+            attempts=Run.attempts + 1,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    claimed = bool(result.rowcount)
+    if claimed:
+        run = session.get(Run, run_id)
+        if run is not None:
+            session.refresh(run)
+    return claimed
+
+
+def renew_lease(session: Session, run_id: int, worker_id: str, lease_s: int) -> bool:
+    """Extend a live lease (called as a long run makes progress). False = we lost the run."""
+    result = session.execute(
+        update(Run)
+        .where(Run.id == run_id, Run.claimed_by == worker_id, Run.state == RunState.RUNNING)
+        .values(lease_expires_at=utcnow() + dt.timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)
+
+
+def stale_run_ids(session: Session, *, queued_older_than_s: int, now: dt.datetime | None = None) -> list[int]:
+    """Runs to re-dispatch: queued for too long (lost message) or running with a dead lease."""
+    now = now or utcnow()
+    cutoff = now - dt.timedelta(seconds=queued_older_than_s)
+    rows = session.scalars(
+        select(Run.id).where(
+            or_(
+                (Run.state == RunState.QUEUED) & (Run.created_at < cutoff),
+                (Run.state == RunState.RUNNING) & (Run.lease_expires_at < now),
+            )
+        )
+    )
+    return list(rows)
