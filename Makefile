@@ -1,0 +1,57 @@
+# The two commands of the README:
+#   make run    set up, run a compatibility run against torch 2.13.0, serve the dashboard
+#   make test   set up, build everything, run every test (what .ci/run calls)
+# Everything else here is a step of those two.
+
+PY       ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+TORCH    ?= torch==2.13.0
+PORT     ?= 8000
+STAMP    := $(VENV)/.stamp
+
+.PHONY: run test setup backend test-service test-backend test-runtime lint browser clean
+
+$(STAMP): pyproject.toml backend/pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip wheel setuptools
+	$(BIN)/pip install -q "$(TORCH)" numpy
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The bundled backend, built against the venv's torch (editable, so tests see the tree).
+backend: setup
+	$(BIN)/pip install -q --no-build-isolation --no-deps -e ./backend
+
+run: setup
+	$(BIN)/ootci run
+	@echo "dashboard: http://127.0.0.1:$(PORT)/  (Ctrl-C to stop)"
+	$(BIN)/ootci serve --port $(PORT)
+
+# Debian's Chromium for the dashboard's browser tests (Playwright drives it; its own
+# browser download cannot work without internet).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+lint: setup
+	$(BIN)/ruff check service workers tests benchmarks
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+test-runtime:
+	cmake -S backend/third_party/openreg -B build/openreg -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build/openreg
+	ctest --test-dir build/openreg --output-on-failure
+
+test-backend: backend
+	cd backend && ../$(BIN)/python -m pytest tests -q -p no:cacheprovider
+
+test-service: setup browser
+	$(BIN)/python -m pytest tests -q
+
+test: lint test-runtime test-backend test-service
+
+clean:
+	rm -rf build backend/build .ootci artifacts

@@ -1,0 +1,104 @@
+"""Group failures into Breakages across nights, and resolve them when they stop happening.
+
+A Breakage is keyed by (backend, fingerprint, fingerprint version). A run adds an
+occurrence to each breakage its failures match; an open breakage is resolved by a later
+finished run of the same backend on a torch spec where the breakage was seen, if that run
+no longer shows the fingerprint (the fix landed, upstream or in the backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.models import Breakage, BreakageStatus, Failure, Run, utcnow
+
+# Flakes and infra trouble are not breakages of the integration path.
+NOT_A_BREAKAGE = {"flake", "infra"}
+
+
+def _title(failure: Failure) -> str:
+    captures = failure.captures or {}
+    subject = next(
+        (str(captures[k]) for k in ("symbol", "header", "class", "test", "op") if captures.get(k)),
+        failure.nodeid or "",
+    )
+    kind = failure.subtype or failure.category or "failure"
+    return f"{kind}: {subject}" if subject else f"{kind}: {failure.line[:200]}"
+
+
+def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) -> list[Breakage]:
+    """Attach each failure to its breakage (created on first sight). Counts one occurrence
+    per run, however many tests of the run share the fingerprint."""
+    now = run.finished_at or utcnow()
+    touched: dict[int, Breakage] = {}
+    for failure in failures:
+        if not failure.fingerprint or (failure.triage in NOT_A_BREAKAGE):
+            continue
+        breakage = session.scalar(
+            select(Breakage).where(
+                Breakage.backend_id == run.backend_id,
+                Breakage.fingerprint == failure.fingerprint,
+                Breakage.fingerprint_version == (failure.fingerprint_version or 0),
+            )
+        )
+        if breakage is None:
+            breakage = Breakage(
+                backend_id=run.backend_id,
+                fingerprint=failure.fingerprint,
+                fingerprint_version=failure.fingerprint_version or 0,
+                category=failure.triage or failure.category,
+                subtype=failure.subtype,
+                title=_title(failure),
+                captures=dict(failure.captures or {}),
+                first_seen_run_id=run.id,
+                first_seen_at=now,
+                occurrences=0,
+            )
+            session.add(breakage)
+            session.flush()
+        failure.breakage_id = breakage.id
+        if breakage.id not in touched:
+            touched[breakage.id] = breakage
+            breakage.occurrences += 1
+            breakage.last_seen_run_id = run.id
+            breakage.last_seen_at = now
+            if breakage.status == BreakageStatus.RESOLVED:
+                # It came back: reopen rather than start a second history.
+                breakage.status = BreakageStatus.OPEN
+                breakage.resolved_at = None
+                breakage.resolved_by_run_id = None
+    return list(touched.values())
+
+
+def resolve_fixed(
+    session: Session, run: Run, seen_fingerprints: set[str], observed_stages: set[str]
+) -> list[Breakage]:
+    """Resolve the backend's open breakages this run shows fixed (see module docstring).
+
+    Only stages the run actually got through count: a run whose build failed says nothing
+    about test breakages, so those stay open."""
+    resolved = []
+    open_ones = session.scalars(
+        select(Breakage).where(
+            Breakage.backend_id == run.backend_id, Breakage.status == BreakageStatus.OPEN
+        )
+    )
+    for breakage in open_ones:
+        if breakage.fingerprint in seen_fingerprints:
+            continue
+        seen = session.execute(
+            select(Run.torch_spec, Failure.stage)
+            .join(Failure, Failure.run_id == Run.id)
+            .where(Failure.breakage_id == breakage.id)
+        ).all()
+        specs = {spec for spec, _ in seen}
+        stages = {stage for _, stage in seen}
+        if run.torch_spec in specs and stages <= observed_stages:
+            breakage.status = BreakageStatus.RESOLVED
+            breakage.resolved_at = run.finished_at or utcnow()
+            breakage.resolved_by_run_id = run.id
+            resolved.append(breakage)
+    return resolved

@@ -1,0 +1,266 @@
+"""``ootci``: the command line, and the composition root (it may wire service and workers).
+
+Exit codes: 0 all green, 1 a run failed (the backend or upstream broke), 2 bad input or
+infrastructure trouble (nothing half-written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="ootci",
+    help="Nightly upstream-compatibility CI for PyTorch's PrivateUse1 backends.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+out = Console()
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_BACKEND = REPO_ROOT / "backend"
+
+
+def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _settings() -> Any:
+    from service.config import SettingsError, get_settings
+
+    try:
+        return get_settings()
+    except SettingsError as exc:
+        _die(str(exc))
+
+
+def _engine(settings: Any) -> Any:
+    """A migrated engine, or exit 2 with the reason the database is unusable."""
+    from service.db import DatabaseUnavailable, check_connection, get_engine
+    from service.migrate import upgrade
+
+    engine = get_engine(settings.resolved_database_url)
+    try:
+        check_connection(engine)
+        upgrade(engine)
+    except DatabaseUnavailable as exc:
+        _die(str(exc))
+    return engine
+
+
+def _worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@app.command()
+def migrate() -> None:
+    """Create or upgrade the database schema."""
+    settings = _settings()
+    _engine(settings)
+    console.print(f"database at head: {settings.resolved_database_url}")
+
+
+@app.command()
+def run(
+    torch: Annotated[
+        list[str] | None,
+        typer.Option("--torch", "-t", help="Torch spec (repeatable): installed, pip:REQ, "
+                     "wheel:PATH|URL, path:DIR, nightly. Default: OOTCI_DEFAULT_TORCH."),
+    ] = None,
+    backend: Annotated[
+        Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
+    ] = BUNDLED_BACKEND,
+    as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
+) -> None:
+    """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
+    from service.db import session_scope
+    from service.models import Run, RunState
+    from service.runs import create_run, get_or_create_backend
+    from workers.pipeline.execute import execute_run
+    from workers.pipeline.provision import parse_spec
+    from workers.pipeline.recipe import load_recipe
+    from workers.pipeline.types import UsageError
+
+    settings = _settings()
+    specs = torch or [settings.default_torch]
+    # Validate everything the user typed before writing a single row.
+    try:
+        for spec in specs:
+            parse_spec(spec, nightly_index_url=settings.nightly_index_url,
+                       pip_index_url=settings.pip_index_url)
+        recipe = load_recipe(backend.resolve())
+    except UsageError as exc:
+        _die(str(exc))
+    engine = _engine(settings)
+
+    with session_scope(engine) as s:
+        be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
+        run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+        backend_name = be.name
+
+    from service.progress import RunProgress
+
+    results: list[dict[str, Any]] = []
+    code = EXIT_OK
+    for run_id in run_ids:
+        with RunProgress(console, run_id, enabled=not as_json) as progress:
+            state = execute_run(engine, settings, run_id, _worker_id(), on_event=progress.on_event)
+        with session_scope(engine) as s:
+            run_row = s.get_one(Run, run_id)
+            if state == RunState.ERRORED and (run_row.error or "").startswith("usage error"):
+                # The user's input was wrong (say, a pip requirement that does not exist):
+                # report it and keep no half-made run.
+                message = run_row.error or ""
+                s.delete(run_row)
+                _die(message.removeprefix("usage error: "))
+            results.append(_run_dict(run_row, backend_name))
+        if state == RunState.ERRORED:
+            code = max(code, EXIT_USAGE)
+        elif state != RunState.PASSED:
+            code = max(code, EXIT_FAILED)
+
+    if as_json:
+        out.print_json(json.dumps(results if len(results) > 1 else results[0]))
+    else:
+        _print_summary(results)
+    raise typer.Exit(code)
+
+
+def _run_dict(run_row: Any, backend_name: str) -> dict[str, Any]:
+    from service.serialize import run_to_dict
+
+    return run_to_dict(run_row, backend_name=backend_name)
+
+
+def _print_summary(results: list[dict[str, Any]]) -> None:
+    table = Table(title="ootci runs")
+    for col in ("run", "backend", "torch", "state", "verdict", "tests", "first failure"):
+        table.add_column(col)
+    for r in results:
+        tests = ", ".join(f"{n} {k}" for k, n in sorted(r["tests"].items())) or "-"
+        first = r["failures"][0] if r["failures"] else None
+        first_text = (
+            f"[{first['subtype'] or first['category']}] {first['line'][:90]}" if first else "-"
+        )
+        verdict = r["verdict"]["category"] or "-"
+        if r["verdict"]["subtype"]:
+            verdict += f"/{r['verdict']['subtype']}"
+        colour = {"passed": "green", "failed": "red"}.get(r["state"], "yellow")
+        torch_label = r["torch"]["version"] or r["torch"]["spec"]
+        table.add_row(str(r["id"]), r["backend"] or "-", torch_label,
+                      f"[{colour}]{r['state']}[/]", verdict, tests, first_text)
+    out.print(table)
+    for r in results:
+        if r["error"]:
+            out.print(f"run {r['id']}: [yellow]{r['error']}[/]")
+
+
+@app.command("runs")
+def list_runs(
+    backend: Annotated[str | None, typer.Option(help="Only this backend (name).")] = None,
+    state: Annotated[str | None, typer.Option(help="queued|running|passed|failed|errored")] = None,
+    torch: Annotated[str | None, typer.Option(help="Only runs whose torch spec contains this.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List recent runs, newest first."""
+    from sqlalchemy import select
+
+    from service.db import session_scope
+    from service.models import Backend, Run, RunState
+    from service.serialize import run_to_dict
+
+    if state and state not in set(RunState):
+        _die(f"unknown state {state!r}: expected one of {', '.join(RunState)}")
+    settings = _settings()
+    engine = _engine(settings)
+    with session_scope(engine) as s:
+        query = select(Run, Backend.name).join(Backend).order_by(Run.id.desc()).limit(limit)
+        if backend:
+            query = query.where(Backend.name == backend)
+        if state:
+            query = query.where(Run.state == state)
+        if torch:
+            query = query.where(Run.torch_spec.contains(torch))
+        rows = [run_to_dict(r, backend_name=name, details=False) for r, name in s.execute(query)]
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    table = Table(title=f"last {limit} runs")
+    for col in ("run", "backend", "torch", "state", "verdict", "created", "duration"):
+        table.add_column(col)
+    for r in rows:
+        dur = f"{r['duration_s']:.0f}s" if r["duration_s"] else "-"
+        table.add_row(str(r["id"]), r["backend"], r["torch"]["version"] or r["torch"]["spec"],
+                      r["state"], r["verdict"]["category"] or "-", r["created_at"][:19], dur)
+    out.print(table)
+
+
+@app.command()
+def show(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    log_lines: Annotated[int, typer.Option(help="Log tail lines per failed step.")] = 30,
+) -> None:
+    """Show one run: steps, failures with their evidence, and the failing step's log tail."""
+    from service.db import session_scope
+    from service.models import Backend, Run
+    from service.serialize import run_to_dict
+
+    settings = _settings()
+    engine = _engine(settings)
+    with session_scope(engine) as s:
+        run_row = s.get(Run, run_id)
+        if run_row is None:
+            _die(f"no run {run_id}")
+        data = run_to_dict(run_row, backend_name=s.get_one(Backend, run_row.backend_id).name)
+        tails = {
+            st.name: st.read_log().decode("utf-8", "replace").splitlines()[-log_lines:]
+            for st in run_row.steps
+            if st.status not in ("passed", "skipped")
+        }
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    out.print(f"[bold]run {data['id']}[/]  {data['backend']} @ {data['backend_sha']}  "
+              f"torch {data['torch']['version'] or data['torch']['spec']} "
+              f"({data['torch']['git_version'] or '?'})  state [bold]{data['state']}[/]")
+    v = data["verdict"]
+    if v["category"]:
+        out.print(f"verdict: {v['category']}/{v['subtype'] or '-'} — {v['reason'] or ''}")
+    steps = Table(title="steps")
+    for col in ("step", "status", "duration", "summary"):
+        steps.add_column(col)
+    for st in data["steps"]:
+        dur = f"{st['duration_s']:.1f}s" if st["duration_s"] is not None else "-"
+        steps.add_row(st["name"], st["status"], dur, (st["summary"] or "")[:100])
+    out.print(steps)
+    for f in data["failures"]:
+        out.print(f"[red]✗[/] {f['stage']} {f['nodeid'] or ''} [{f['category']}/{f['subtype']}] "
+                  f"rule={f['rule']} triage={f['triage']}")
+        out.print(f"    line {f['line_number']}: {f['line']}", markup=False)
+        if f["captures"]:
+            out.print(f"    captures: {f['captures']}", markup=False)
+    for name, lines in tails.items():
+        out.rule(f"{name} log (last {len(lines)} lines)")
+        out.print("\n".join(lines), markup=False, highlight=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""Run one compatibility run end to end: claim -> provision -> build -> test -> collect.
+
+This is the only pipeline module that touches the database. Each step's row is committed
+when it starts (with the path its log streams to) and again when it ends (with the log
+stored compressed), so a run killed at any point keeps everything it had and stays
+re-claimable once its lease expires.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, delete
+
+from service.config import Settings
+from service.db import session_scope
+from service.models import (
+    Backend,
+    Failure,
+    Run,
+    RunState,
+    Step,
+    StepName,
+    StepStatus,
+    TestResult,
+    TorchBuild,
+    utcnow,
+)
+from service.runs import claim_run, renew_lease
+from workers.pipeline import collect
+from workers.pipeline.backend_source import backend_sha
+from workers.pipeline.build import build
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.recipe import load_recipe
+from workers.pipeline.testing import run_tests
+from workers.pipeline.types import (
+    PipelineError,
+    Recipe,
+    StepOutcome,
+    TestRunOutcome,
+    TorchEnv,
+    UsageError,
+)
+from workers.pipeline.types import StepStatus as OutcomeStatus
+
+log = logging.getLogger(__name__)
+
+LEASE_RENEW_EVERY_S = 30.0
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Progress of a run, for CLI progress bars and logs. kind: step | line | done."""
+
+    run_id: int
+    kind: str
+    step: str
+    status: str = ""
+    text: str = ""
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+def _ignore(_event: RunEvent) -> None:
+    pass
+
+
+class _Lost(Exception):
+    """Another worker took the run over (our lease expired): stop without writing more."""
+
+
+class _RunContext:
+    def __init__(
+        self, engine: Engine, settings: Settings, run_id: int, worker_id: str, on_event: EventSink
+    ) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.run_id = run_id
+        self.worker_id = worker_id
+        self.on_event = on_event
+        self.run_dir = settings.resolved_work_dir / "runs" / str(run_id)
+        self._last_renew = time.monotonic()
+
+    def renew(self) -> None:
+        """Keep the lease alive while a long step runs (throttled)."""
+        if time.monotonic() - self._last_renew < LEASE_RENEW_EVERY_S:
+            return
+        self._last_renew = time.monotonic()
+        with session_scope(self.engine) as s:
+            if not renew_lease(s, self.run_id, self.worker_id, self.settings.run_lease_s):
+                raise _Lost()
+
+    @contextmanager
+    def step(self, name: StepName) -> Iterator[tuple[LogSink, list[StepOutcome]]]:
+        """Open a step: a committed row + a streaming log; the caller appends its outcome."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.run_dir / f"{name.value}.log"
+        started = utcnow()
+        with session_scope(self.engine) as s:
+            row = Step(
+                run_id=self.run_id,
+                name=name,
+                status=StepStatus.RUNNING,
+                started_at=started,
+                log_path=str(log_path),
+            )
+            s.add(row)
+            s.flush()
+            step_id = row.id
+        self.on_event(RunEvent(self.run_id, "step", name.value, StepStatus.RUNNING))
+
+        def on_line(line: str) -> None:
+            self.on_event(RunEvent(self.run_id, "line", name.value, text=line))
+            self.renew()
+
+        sink = LogSink(log_path, on_line=on_line)
+        outcomes: list[StepOutcome] = []
+        status = StepStatus.ERRORED
+        summary = ""
+        exit_code: int | None = None
+        try:
+            yield sink, outcomes
+            if outcomes:
+                status = StepStatus(outcomes[-1].status.value)
+                summary = outcomes[-1].summary
+                exit_code = outcomes[-1].exit_code
+            else:
+                status = StepStatus.PASSED
+        except _Lost:
+            raise
+        except PipelineError as exc:
+            summary = str(exc)
+            sink.write(f"ootci: {exc}\n")
+            raise
+        except Exception:
+            summary = "ootci internal error (traceback in the log)"
+            sink.write(traceback.format_exc())
+            raise
+        finally:
+            sink.close()
+            finished = utcnow()
+            with session_scope(self.engine) as s:
+                row = s.get_one(Step, step_id)
+                row.status = status
+                row.finished_at = finished
+                row.duration_s = (finished - started).total_seconds()
+                row.exit_code = exit_code
+                row.summary = summary[:2000]
+                row.store_log(log_path.read_bytes() if log_path.exists() else b"")
+            self.on_event(RunEvent(self.run_id, "step", name.value, status, summary))
+
+
+def execute_run(
+    engine: Engine,
+    settings: Settings,
+    run_id: int,
+    worker_id: str,
+    *,
+    on_event: EventSink | None = None,
+) -> str | None:
+    """Execute a queued run. Returns the final state, or None when the run was not ours to
+    take (already finished, or leased by another live worker). Pipeline failures are
+    recorded on the run, never raised: the run ends ``failed`` (the backend or upstream
+    broke) or ``errored`` (bad input or infrastructure)."""
+    with session_scope(engine) as s:
+        if not claim_run(s, run_id, worker_id, settings.run_lease_s):
+            return None
+        run = s.get_one(Run, run_id)
+        if run.attempts > 1:
+            # A previous worker died mid-run: start over from a clean slate.
+            for model in (Failure, TestResult, Step):
+                s.execute(delete(model).where(model.run_id == run_id))
+        backend = s.get_one(Backend, run.backend_id)
+        spec_text, source = run.torch_spec, backend.source
+
+    ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore)
+    try:
+        state = _pipeline(ctx, spec_text, Path(source))
+    except _Lost:
+        log.warning("run %s: lease lost to another worker; stopping", run_id)
+        return None
+    except PipelineError as exc:
+        state = _finish(ctx, RunState.ERRORED, error=f"{exc.kind} error: {exc}")
+    except Exception as exc:
+        log.exception("run %s: internal error", run_id)
+        state = _finish(ctx, RunState.ERRORED, error=f"internal error: {exc!r}")
+    ctx.on_event(RunEvent(run_id, "done", "", state.value))
+    return state.value
+
+
+def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
+    settings = ctx.settings
+    recipe = load_recipe(source)
+    with session_scope(ctx.engine) as s:
+        backend = s.get_one(Backend, s.get_one(Run, ctx.run_id).backend_id)
+        backend.recipe = _recipe_summary(recipe)
+        sha = backend_sha(source)
+        s.get_one(Run, ctx.run_id).backend_sha = sha
+
+    env = _provision_step(ctx, spec_text)
+    build_outcome = _build_step(ctx, recipe, env, sha)
+    tests: TestRunOutcome | None = None
+    if build_outcome.status is OutcomeStatus.PASSED:
+        tests = _test_step(ctx, recipe, env)
+
+    with ctx.step(StepName.COLLECT) as (sink, _):
+        with session_scope(ctx.engine) as s:
+            run = s.get_one(Run, ctx.run_id)
+            state = collect.collect(s, run, build_outcome, tests, settings, sink)
+            run.transition(state)
+    return state
+
+
+def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
+    settings = ctx.settings
+    with ctx.step(StepName.PROVISION) as (sink, _):
+        spec = parse_spec(
+            spec_text,
+            nightly_index_url=settings.nightly_index_url,
+            pip_index_url=settings.pip_index_url,
+        )
+        env = provision(spec, settings.resolved_cache_dir, sink)
+        sink.write(f"ootci: torch {env.version} ({env.git_version}) at {env.torch_dir}\n")
+        with session_scope(ctx.engine) as s:
+            tb = collect.upsert_torch_build(s, env)
+            s.get_one(Run, ctx.run_id).torch_build_id = tb.id
+    return env
+
+
+def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> StepOutcome:
+    build_dir = ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:12]}"
+    with ctx.step(StepName.BUILD) as (sink, outcomes):
+        outcome = build(recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s)
+        outcomes.append(outcome)
+    return outcome
+
+
+def _test_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> TestRunOutcome:
+    with ctx.step(StepName.TEST) as (sink, outcomes):
+        result = run_tests(
+            recipe,
+            env,
+            ctx.run_dir / "test",
+            sink,
+            timeout_s=ctx.settings.step_timeout_s,
+            per_test_timeout_s=recipe.timeout_per_test_s or ctx.settings.test_timeout_s,
+            rerun_failures=ctx.settings.rerun_failed_tests,
+        )
+        outcomes.append(result.step)
+        with session_scope(ctx.engine) as s:
+            s.add_all(
+                TestResult(
+                    run_id=ctx.run_id,
+                    nodeid=r.nodeid,
+                    suite=r.suite,
+                    outcome=r.outcome,
+                    duration_s=r.duration_s,
+                    message=r.message,
+                    details=r.details,
+                )
+                for r in result.results
+            )
+    return result
+
+
+def _finish(ctx: _RunContext, state: RunState, *, error: str) -> RunState:
+    with session_scope(ctx.engine) as s:
+        run = s.get_one(Run, ctx.run_id)
+        run.error = error[:4000]
+        run.verdict = "infra" if "infra" in error else "unknown"
+        run.verdict_reason = error[:4000]
+        if RunState(run.state) is RunState.RUNNING:
+            run.transition(state)
+    return state
+
+
+def _recipe_summary(recipe: Recipe) -> dict[str, object]:
+    return {
+        "name": recipe.name,
+        "build": list(recipe.build_command),
+        "test": list(recipe.test_command),
+        "timeout_per_test": recipe.timeout_per_test_s,
+    }
+
+
+__all__ = ["RunEvent", "TorchBuild", "UsageError", "execute_run"]
