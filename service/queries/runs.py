@@ -1,0 +1,151 @@
+"""Runs: filtered, paginated listing; one run with its steps, failures and test results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session, selectinload
+
+from service.models import Backend, Failure, Run, Step, TestResult, TorchBuild
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    backend: str | None = None
+    state: str | None = None
+    torch_spec: str | None = None
+    torch_version: str | None = None
+    trigger: str | None = None
+
+
+@dataclass(frozen=True)
+class RunPage:
+    runs: list[Run]
+    total: int
+    # Pass back as ``before_id`` for the next page; None on the last page.
+    next_cursor: int | None
+    backend_names: dict[int, str] = field(default_factory=dict)
+
+
+def _filtered(stmt: Select[tuple[Run]], filters: RunFilters) -> Select[tuple[Run]]:
+    if filters.backend is not None:
+        stmt = stmt.join(Backend, Backend.id == Run.backend_id).where(
+            Backend.name == filters.backend
+        )
+    if filters.state is not None:
+        stmt = stmt.where(Run.state == filters.state)
+    if filters.torch_spec is not None:
+        stmt = stmt.where(Run.torch_spec == filters.torch_spec)
+    if filters.torch_version is not None:
+        stmt = stmt.join(TorchBuild, TorchBuild.id == Run.torch_build_id).where(
+            TorchBuild.version == filters.torch_version
+        )
+    if filters.trigger is not None:
+        stmt = stmt.where(Run.trigger == filters.trigger)
+    return stmt
+
+
+def list_runs(
+    session: Session,
+    filters: RunFilters = RunFilters(),
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    before_id: int | None = None,
+) -> RunPage:
+    """Newest first. Ids grow with creation time, so ordering by id walks the primary key
+    index instead of sorting; ``before_id`` is keyset pagination (stable under inserts),
+    ``offset`` the simple kind. ``total`` counts every match of the filters."""
+    total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0  # type: ignore[arg-type]
+    stmt = _filtered(select(Run), filters)
+    if before_id is not None:
+        stmt = stmt.where(Run.id < before_id)
+    rows = list(
+        session.scalars(stmt.order_by(Run.id.desc()).offset(offset).limit(limit + 1)).unique()
+    )
+    has_more = len(rows) > limit
+    runs = rows[:limit]
+    return RunPage(
+        runs=runs,
+        total=total,
+        next_cursor=runs[-1].id if has_more and runs else None,
+        backend_names=backend_names(session, {r.backend_id for r in runs}),
+    )
+
+
+def backend_names(session: Session, ids: set[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return dict(
+        session.execute(select(Backend.id, Backend.name).where(Backend.id.in_(ids))).tuples()
+    )
+
+
+def get_run(session: Session, run_id: int) -> Run | None:
+    """A run with its steps and failures loaded (test results are paged separately)."""
+    return session.scalar(
+        select(Run)
+        .where(Run.id == run_id)
+        .options(selectinload(Run.steps), selectinload(Run.failures))
+    )
+
+
+def get_backend(session: Session, backend_id: int) -> Backend | None:
+    return session.get(Backend, backend_id)
+
+
+def outcome_counts(session: Session, run_id: int) -> dict[str, int]:
+    rows = session.execute(
+        select(TestResult.outcome, func.count())
+        .where(TestResult.run_id == run_id)
+        .group_by(TestResult.outcome)
+    ).tuples()
+    return {outcome: count for outcome, count in rows}
+
+
+@dataclass(frozen=True)
+class TestPage:
+    __test__ = False
+
+    results: list[TestResult]
+    total: int
+
+
+def list_test_results(
+    session: Session,
+    run_id: int,
+    *,
+    outcome: str | None = None,
+    suite: str | None = None,
+    limit: int = 500,
+    offset: int = 0,
+) -> TestPage:
+    where = [TestResult.run_id == run_id]
+    if outcome is not None:
+        where.append(TestResult.outcome == outcome)
+    if suite is not None:
+        where.append(TestResult.suite == suite)
+    total = session.scalar(select(func.count(TestResult.id)).where(*where)) or 0
+    results = list(
+        session.scalars(
+            select(TestResult).where(*where).order_by(TestResult.id).offset(offset).limit(limit)
+        )
+    )
+    return TestPage(results=results, total=total)
+
+
+def get_step(session: Session, run_id: int, name: str) -> Step | None:
+    """The step of that name (the latest attempt when a re-claimed run ran it twice)."""
+    return session.scalar(
+        select(Step)
+        .where(Step.run_id == run_id, Step.name == name)
+        .order_by(Step.id.desc())
+        .limit(1)
+    )
+
+
+def failures_of_run(session: Session, run_id: int) -> list[Failure]:
+    return list(
+        session.scalars(select(Failure).where(Failure.run_id == run_id).order_by(Failure.id))
+    )
