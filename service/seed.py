@@ -173,6 +173,8 @@ KINDS: tuple[Kind, ...] = (
          "The compiler was killed (out of memory): the machine, not the code."),
 )
 KIND_BY_NAME = {k.name: k for k in KINDS}
+# As in service.breakages: flakes and infra trouble are not breakages of the integration path.
+NOT_A_BREAKAGE = frozenset({"flake", "infra"})
 
 
 @dataclass
@@ -465,29 +467,33 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                     fp = _sha("fp", kind.name, nid or "")[:16]
                     key = (backend, fp)
                     b = breakages.get(key)
-                    if b is None or b["status"] == "resolved":
+                    if kind.category in NOT_A_BREAKAGE:
+                        b = None
+                    elif b is None or b["status"] == "resolved":
                         b = dict(
                             id=ids.next("breakage"), backend_id=backend_ids[backend],
                             fingerprint=fp + f"-{len(all_breakages)}", fingerprint_version=1,
                             category=kind.category, subtype=kind.subtype,
-                            title=f"{kind.subtype}: {kind.line[:160]}",
+                            title=_title(kind, nid),
                             captures=dict(kind.captures), status="open",
                             first_seen_run_id=run_id, last_seen_run_id=run_id,
-                            first_seen_at=created, last_seen_at=created, occurrences=0,
+                            first_seen_at=created, last_seen_at=created, occurrences=1,
                             resolved_at=None, resolved_by_run_id=None,
                             culprits=_culprits(kind, nightly_sha, rng), note=None)
                         breakages[key] = b
                         all_breakages.append(b)
-                    b["occurrences"] += 1
-                    b["last_seen_run_id"] = run_id
-                    b["last_seen_at"] = created
+                    if b is not None and b["last_seen_run_id"] != run_id:
+                        b["occurrences"] += 1
+                    if b is not None:
+                        b["last_seen_run_id"] = run_id
+                        b["last_seen_at"] = created
                     before, after = _context(lines, line_no)
                     finding = dict(
                         category=kind.category, subtype=kind.subtype, rule=kind.rule,
                         stage=kind.stage, line=kind.line, line_number=line_no,
                         context_before=before, context_after=after,
                         captures=dict(kind.captures), explanation=kind.explanation,
-                        fingerprint=b["fingerprint"], fingerprint_version=1)
+                        fingerprint=b["fingerprint"] if b else fp, fingerprint_version=1)
                     reason = (f"new since the last green run on {backend}: "
                               f"{kind.explanation}" if kind.category == "upstream"
                               else kind.explanation)
@@ -495,9 +501,10 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                         id=ids.next("failure"), run_id=run_id, step_name=step_name,
                         stage=kind.stage, nodeid=nid, line=kind.line, line_no=line_no,
                         captures=dict(kind.captures), category=kind.category,
-                        subtype=kind.subtype, rule=kind.rule, fingerprint=b["fingerprint"],
+                        subtype=kind.subtype, rule=kind.rule,
+                        fingerprint=b["fingerprint"] if b else fp,
                         fingerprint_version=1, finding=finding, triage=kind.category,
-                        triage_reason=reason, breakage_id=b["id"]))
+                        triage_reason=reason, breakage_id=b["id"] if b else None))
                 # A breakage of this backend that did not show up tonight on a target it
                 # would hit is resolved by this run.
                 if target_kind == "nightly":
@@ -527,6 +534,13 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
     rows.breakages = all_breakages
     rows.failures = pending_failures
     yield rows
+
+
+def _title(kind: Kind, nid: str | None) -> str:
+    """The title service.breakages gives a breakage: subtype and what the failure names."""
+    subject = next((kind.captures[k] for k in ("symbol", "header") if k in kind.captures),
+                   nid or kind.line[:200])
+    return f"{kind.subtype}: {subject}"
 
 
 def _culprits(kind: Kind, sha: str, rng: random.Random) -> list[dict[str, Any]]:
