@@ -1,0 +1,231 @@
+"""The rules engine: find the decisive line of a build/import/test/provision log.
+
+``classify_log(text, stage) -> Finding | None``
+
+- ``text`` may be ``str`` or ``bytes`` (decoded as UTF-8, undecodable bytes replaced).
+- Returns None when nothing in the log matches a rule (an empty log, a clean log).
+- The decisive line is, by rule weight (see rules.toml): the first *dominant* line (disk
+  full, killed compiler, C++ standard); else the first *normal* line (the first compiler
+  error of the first failing translation unit, the first failing test); else the
+  highest-priority *fallback* line ("CMake Error", "ninja: build stopped", ...).
+- The returned Finding carries its fingerprint.
+
+Cost: the C regex engine runs one alternation of the rules' trigger literals over the
+text; Python only looks at the lines it hits, so a 100 MB log is a few passes over memory.
+Lines longer than LINE_CAP (binary junk, minified output) are looked at in LINE_CAP windows
+around the hit, and every context/probe read is bounded, so no input is quadratic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from service.domain.classify.rules import Rule, RuleSet, Weight, default_rules
+from service.domain.fingerprint import with_fingerprint
+from service.domain.verdict import Finding, Stage
+
+LINE_CAP = 2000
+CONTEXT_BEFORE = 5
+CONTEXT_AFTER = 8
+CONTEXT_LINE_CAP = 400
+# Probes (follow/before) and context never read more than this many characters.
+LOOK_CAP = 256 * 1024
+# For an overlong line, how much before the trigger hit is kept.
+OVERLONG_LEAD = 256
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_ALL = frozenset(Weight)
+_DOMINANT = frozenset({Weight.DOMINANT})
+
+
+def clean_line(raw: str) -> str:
+    """What a terminal would show: colours removed, a carriage return (progress bars)
+    leaves only what was written after it."""
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    raw = raw.rstrip("\r")
+    if "\r" in raw:
+        raw = raw.rsplit("\r", 1)[-1]
+    if "\x00" in raw:
+        raw = raw.replace("\x00", "")
+    return raw
+
+
+def _cap(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[:limit] + " [...]"
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rule: Rule
+    priority: int
+    start: int
+    end: int
+    line: str
+    line_number: int
+    captures: dict[str, str]
+
+
+class _Scanner:
+    def __init__(self, text: str, ruleset: RuleSet, stage: Stage) -> None:
+        self.text = text
+        self.ruleset = ruleset
+        self.stage = stage
+        self.rules = ruleset.for_stage(stage)
+        self._count_pos = 0
+        self._count_lines = 1
+
+    def _line_number(self, pos: int) -> int:
+        # Hits arrive in increasing order, so counting newlines incrementally is linear.
+        self._count_lines += self.text.count("\n", self._count_pos, pos)
+        self._count_pos = pos
+        return self._count_lines
+
+    def _bounds(self, hit: int, floor: int) -> tuple[int, int]:
+        text = self.text
+        lo = max(0, hit - LINE_CAP)
+        nl = text.rfind("\n", lo, hit)
+        start = nl + 1 if nl >= 0 or lo == 0 else max(hit - OVERLONG_LEAD, floor)
+        nl = text.find("\n", hit, start + LINE_CAP)
+        end = nl if nl >= 0 else min(len(text), start + LINE_CAP)
+        return start, end
+
+    def _match(self, start: int, end: int, weights: frozenset[Weight]) -> _Hit | None:
+        line = clean_line(self.text[start:end])
+        for priority, rule in enumerate(self.rules):
+            if rule.weight not in weights or not rule.triggered_by(line):
+                continue
+            for pattern in rule.patterns:
+                m = pattern.search(line)
+                if m is None:
+                    continue
+                captures = {k: v for k, v in m.groupdict().items() if v is not None}
+                if all(
+                    name in captures and req.search(captures[name])
+                    for name, req in rule.requires.items()
+                ):
+                    self._probe(rule, start, end, captures)
+                    return _Hit(rule, priority, start, end, line,
+                                self._line_number(start), captures)
+        return None
+
+    def _probe(self, rule: Rule, start: int, end: int, captures: dict[str, str]) -> None:
+        if rule.follow is not None:
+            lines = self._after(end, rule.follow.within)
+            self._apply(rule.follow.patterns, lines, captures)
+        if rule.before is not None:
+            lines = self._before(start, rule.before.within)
+            self._apply(rule.before.patterns, reversed(lines), captures)
+
+    @staticmethod
+    def _apply(
+        patterns: tuple[re.Pattern[str], ...], lines: Iterable[str], captures: dict[str, str]
+    ) -> None:
+        # The nearest matching line wins; what the decisive line itself captured is kept.
+        for line in lines:
+            for pattern in patterns:
+                m = pattern.search(line)
+                if m:
+                    for k, v in m.groupdict().items():
+                        if v is not None:
+                            captures.setdefault(k, v)
+                    return
+
+    def _after(self, end: int, n: int) -> list[str]:
+        if end >= len(self.text):
+            return []
+        region = self.text[end + 1 : end + 1 + LOOK_CAP]
+        lines = region.split("\n", n)[:n]
+        return [_cap(clean_line(x), LINE_CAP) for x in lines]
+
+    def _before(self, start: int, n: int) -> list[str]:
+        if start == 0:
+            return []
+        region = self.text[max(0, start - LOOK_CAP) : start - 1]
+        lines = region.rsplit("\n", n)[-n:]
+        return [_cap(clean_line(x), LINE_CAP) for x in lines]
+
+    def decisive(self) -> _Hit | None:
+        prefilter = self.ruleset.prefilter(self.stage, _ALL)
+        if prefilter is None:
+            return None
+        fallback: _Hit | None = None
+        normal: _Hit | None = None
+        resume = 0
+        for m in prefilter.finditer(self.text):
+            if m.start() < resume:
+                continue  # this line was already looked at
+            start, end = self._bounds(m.start(), resume)
+            resume = end + 1
+            hit = self._match(start, end, _ALL)
+            if hit is None:
+                continue
+            if hit.rule.weight is Weight.DOMINANT:
+                return hit
+            if hit.rule.weight is Weight.NORMAL:
+                normal = hit
+                break
+            if fallback is None or hit.priority < fallback.priority:
+                fallback = hit
+        if normal is None:
+            return fallback
+        # A normal line decided; only a dominant line further down can still overrule it.
+        dominant = self.ruleset.prefilter(self.stage, _DOMINANT)
+        if dominant is not None:
+            for m in dominant.finditer(self.text, resume):
+                if m.start() < resume:
+                    continue
+                start, end = self._bounds(m.start(), resume)
+                resume = end + 1
+                hit = self._match(start, end, _DOMINANT)
+                if hit is not None:
+                    return hit
+        return normal
+
+    def finding(self, hit: _Hit) -> Finding:
+        return Finding(
+            category=hit.rule.category,
+            subtype=hit.rule.subtype,
+            rule=hit.rule.name,
+            stage=self.stage,
+            line=_cap(hit.line, LINE_CAP),
+            line_number=hit.line_number,
+            context_before=tuple(
+                _cap(x, CONTEXT_LINE_CAP) for x in self._before(hit.start, CONTEXT_BEFORE)
+            ),
+            context_after=tuple(
+                _cap(x, CONTEXT_LINE_CAP) for x in self._after(hit.end, CONTEXT_AFTER)
+            ),
+            captures=dict(hit.captures),
+            explanation=hit.rule.explanation,
+        )
+
+
+def _as_text(text: str | bytes) -> str:
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", errors="replace")
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def find_decisive(
+    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None
+) -> Finding | None:
+    """The decisive finding without a fingerprint (for callers that amend captures)."""
+    body = _as_text(text)
+    if not body:
+        return None
+    scanner = _Scanner(body, rules or default_rules(), stage)
+    hit = scanner.decisive()
+    return None if hit is None else scanner.finding(hit)
+
+
+def classify_log(
+    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None
+) -> Finding | None:
+    """The decisive finding of a log, fingerprinted; None if no rule matches."""
+    finding = find_decisive(text, stage, rules=rules)
+    return None if finding is None else with_fingerprint(finding)

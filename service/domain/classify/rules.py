@@ -1,0 +1,189 @@
+"""Loading and validating the classification rules (``rules.toml``).
+
+The rules are data; this module turns them into compiled, typed ``Rule`` objects and
+refuses a malformed file with a message naming the rule and the field, so a bad edit
+fails at load time instead of silently misclassifying.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from service.domain.verdict import Category, Stage, Subtype
+
+
+class RuleError(ValueError):
+    """rules.toml is malformed; the message names the rule and the field."""
+
+
+class Weight(enum.StrEnum):
+    DOMINANT = "dominant"
+    NORMAL = "normal"
+    FALLBACK = "fallback"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Patterns searched in the lines around a matched line to add captures."""
+
+    within: int
+    patterns: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    name: str
+    category: Category
+    subtype: Subtype
+    stages: frozenset[Stage]
+    weight: Weight
+    triggers: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+    requires: Mapping[str, re.Pattern[str]]
+    follow: Probe | None
+    before: Probe | None
+    explanation: str
+
+    def triggered_by(self, line: str) -> bool:
+        return any(t in line for t in self.triggers)
+
+
+# Identity equality/hash: a RuleSet is the key of the per-stage caches below.
+@dataclass(frozen=True, eq=False)
+class RuleSet:
+    """Rules in priority order, with the per-stage prefilter that finds candidate lines."""
+
+    rules: tuple[Rule, ...]
+
+    def for_stage(self, stage: Stage) -> tuple[Rule, ...]:
+        return _stage_rules(self, stage)
+
+    def prefilter(self, stage: Stage, weights: frozenset[Weight]) -> re.Pattern[str] | None:
+        """One regex of the trigger literals: the C regex engine skips the noise, Python
+        only looks at lines that can match. None when no rule of these weights applies."""
+        return _prefilter(self, stage, weights)
+
+
+@cache
+def _stage_rules(ruleset: RuleSet, stage: Stage) -> tuple[Rule, ...]:
+    return tuple(r for r in ruleset.rules if stage in r.stages)
+
+
+@cache
+def _prefilter(
+    ruleset: RuleSet, stage: Stage, weights: frozenset[Weight]
+) -> re.Pattern[str] | None:
+    triggers = sorted(
+        {t for r in _stage_rules(ruleset, stage) if r.weight in weights for t in r.triggers},
+        key=lambda t: (-len(t), t),
+    )
+    if not triggers:
+        return None
+    return re.compile("|".join(re.escape(t) for t in triggers))
+
+
+def _compile(rule: str, field: str, pattern: Any) -> re.Pattern[str]:
+    if not isinstance(pattern, str) or not pattern:
+        raise RuleError(f"rule {rule!r}: {field} must be a non-empty regex string")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise RuleError(f"rule {rule!r}: {field} is not a valid regex: {exc}") from exc
+
+
+def _str_list(rule: str, field: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(
+        isinstance(v, str) and v for v in value
+    ):
+        raise RuleError(f"rule {rule!r}: {field} must be a non-empty list of strings")
+    return tuple(value)
+
+
+def _probe(rule: str, field: str, value: Any) -> Probe | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("within"), int):
+        raise RuleError(f"rule {rule!r}: {field} needs an integer 'within' and 'patterns'")
+    if not 0 < value["within"] <= 1000:
+        raise RuleError(f"rule {rule!r}: {field}.within must be in 1..1000")
+    pats = _str_list(rule, f"{field}.patterns", value.get("patterns"))
+    return Probe(value["within"], tuple(_compile(rule, f"{field}.patterns", p) for p in pats))
+
+
+def _enum(rule: str, field: str, kind: type[enum.StrEnum], value: Any) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise RuleError(f"rule {rule!r}: {field}={value!r} is not one of {allowed}") from None
+
+
+def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise RuleError(f"rule #{index + 1}: missing 'name'")
+    known = {"name", "category", "subtype", "stages", "weight", "triggers", "patterns",
+             "requires", "follow", "before", "explain"}
+    unknown = set(raw) - known
+    if unknown:
+        raise RuleError(f"rule {name!r}: unknown field(s) {sorted(unknown)}")
+    patterns = tuple(
+        _compile(name, "patterns", p) for p in _str_list(name, "patterns", raw.get("patterns"))
+    )
+    requires_raw = raw.get("requires", {})
+    if not isinstance(requires_raw, dict):
+        raise RuleError(f"rule {name!r}: requires must be a table capture -> regex")
+    groups = {g for p in patterns for g in p.groupindex}
+    for capture in requires_raw:
+        if capture not in groups:
+            raise RuleError(f"rule {name!r}: requires names {capture!r}, not a pattern group")
+    explanation = raw.get("explain")
+    if not isinstance(explanation, str) or not explanation:
+        raise RuleError(f"rule {name!r}: 'explain' (one human sentence) is required")
+    return Rule(
+        name=name,
+        category=_enum(name, "category", Category, raw.get("category")),
+        subtype=_enum(name, "subtype", Subtype, raw.get("subtype")),
+        stages=frozenset(
+            _enum(name, "stages", Stage, s) for s in _str_list(name, "stages", raw.get("stages"))
+        ),
+        weight=_enum(name, "weight", Weight, raw.get("weight", "normal")),
+        triggers=_str_list(name, "triggers", raw.get("triggers")),
+        patterns=patterns,
+        requires={k: _compile(name, f"requires.{k}", v) for k, v in requires_raw.items()},
+        follow=_probe(name, "follow", raw.get("follow")),
+        before=_probe(name, "before", raw.get("before")),
+        explanation=explanation,
+    )
+
+
+def parse_rules(text: str) -> RuleSet:
+    """Parse a rules.toml document; raises RuleError on any problem."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(f"rules file is not valid TOML: {exc}") from exc
+    raw_rules = doc.get("rule")
+    if not isinstance(raw_rules, list) or not raw_rules:
+        raise RuleError("rules file has no [[rule]] entries")
+    rules: Sequence[Rule] = [_parse_rule(i, r) for i, r in enumerate(raw_rules)]
+    seen: set[str] = set()
+    for rule in rules:
+        if rule.name in seen:
+            raise RuleError(f"rule {rule.name!r} is defined twice")
+        seen.add(rule.name)
+    return RuleSet(tuple(rules))
+
+
+@cache
+def default_rules() -> RuleSet:
+    """The packaged rules (read once per process)."""
+    text = resources.files("service.domain.classify").joinpath("rules.toml").read_text("utf-8")
+    return parse_rules(text)

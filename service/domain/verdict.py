@@ -1,0 +1,146 @@
+"""Value objects of a classified failure: what broke, where, and the evidence.
+
+Stable interface (the pipeline stores ``Finding.to_dict()`` as JSON in ``failures.finding``
+and reads it back with ``Finding.from_dict``):
+
+- ``Stage``: the pipeline step a log came from (provision, build, import, test).
+- ``Category``: who is to blame (upstream, backend, infra, flake, unknown).
+- ``Subtype``: the breakage taxonomy of DESIGN.md section 2 plus infra subtypes.
+- ``Finding``: one decisive failure with its evidence (rule, line, context, captures,
+  fingerprint). Enum values are the strings stored in the database columns.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Stage(enum.StrEnum):
+    PROVISION = "provision"
+    BUILD = "build"
+    IMPORT = "import"
+    TEST = "test"
+
+
+class Category(enum.StrEnum):
+    UPSTREAM = "upstream"
+    BACKEND = "backend"
+    INFRA = "infra"
+    FLAKE = "flake"
+    UNKNOWN = "unknown"
+
+
+class Subtype(enum.StrEnum):
+    # Refactoring
+    SIGNATURE_CHANGED = "signature-changed"
+    SYMBOL_REMOVED = "symbol-removed"
+    SYMBOL_RENAMED = "symbol-renamed"
+    HEADER_MOVED = "header-moved"
+    LINK_ABI = "link-abi"
+    # New features
+    NEW_PURE_VIRTUAL = "new-pure-virtual"
+    NEW_DTYPE_CHECK = "new-dtype-check"
+    NEW_HOOK_REQUIRED = "new-hook-required"
+    # Behaviour
+    TEST_REGRESSION = "test-regression"
+    CRASH = "crash"
+    # Toolchain
+    LANGUAGE_STANDARD = "language-standard"
+    # Infra
+    PIP_RESOLVE = "pip-resolve"
+    NETWORK = "network"
+    DISK = "disk"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+    # A failure we can point at but not name (an unrecognised compiler error, a CMake error).
+    GENERIC = "generic"
+
+
+INFRA_SUBTYPES: frozenset[Subtype] = frozenset(
+    {Subtype.PIP_RESOLVE, Subtype.NETWORK, Subtype.DISK, Subtype.TIMEOUT, Subtype.KILLED}
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The decisive failure of a log or a test, with the evidence a human needs.
+
+    ``line_number`` is 1-based in the (decoded) log; 0 for test failures that have no log
+    line. ``fingerprint`` is empty until ``service.domain.fingerprint.fingerprint`` fills it.
+    """
+
+    category: Category
+    subtype: Subtype
+    rule: str
+    stage: Stage
+    line: str
+    line_number: int
+    context_before: tuple[str, ...] = ()
+    context_after: tuple[str, ...] = ()
+    captures: Mapping[str, str] = field(default_factory=dict)
+    explanation: str = ""
+    fingerprint: str = ""
+    fingerprint_version: int = 0
+
+    def with_fingerprint(self, value: str, version: int) -> Finding:
+        return replace(self, fingerprint=value, fingerprint_version=version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category.value,
+            "subtype": self.subtype.value,
+            "rule": self.rule,
+            "stage": self.stage.value,
+            "line": self.line,
+            "line_number": self.line_number,
+            "context_before": list(self.context_before),
+            "context_after": list(self.context_after),
+            "captures": dict(self.captures),
+            "explanation": self.explanation,
+            "fingerprint": self.fingerprint,
+            "fingerprint_version": self.fingerprint_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        """Inverse of ``to_dict``; raises ValueError on a malformed row, never guesses."""
+        try:
+            return cls(
+                category=Category(data["category"]),
+                subtype=Subtype(data["subtype"]),
+                rule=str(data["rule"]),
+                stage=Stage(data["stage"]),
+                line=str(data["line"]),
+                line_number=int(data["line_number"]),
+                context_before=tuple(str(x) for x in data.get("context_before", ())),
+                context_after=tuple(str(x) for x in data.get("context_after", ())),
+                captures={str(k): str(v) for k, v in dict(data.get("captures", {})).items()},
+                explanation=str(data.get("explanation", "")),
+                fingerprint=str(data.get("fingerprint", "")),
+                fingerprint_version=int(data.get("fingerprint_version", 0)),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a serialised Finding: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class TriageVerdict:
+    """Who is to blame for one failure (or a whole run), and why, in one sentence."""
+
+    category: Category
+    subtype: Subtype
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"category": self.category.value, "subtype": self.subtype.value,
+                "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TriageVerdict:
+        try:
+            return cls(Category(data["category"]), Subtype(data["subtype"]), str(data["reason"]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a serialised TriageVerdict: {exc!r}") from exc
