@@ -1,14 +1,11 @@
-# Every library finds its neighbours relative to itself, and torch's libraries
-# through the rpath of the torch it was built against, so an installed package
-# works from any prefix. torch/lib is also reachable at runtime because `import
-# torch` loads libc10 & co. before torch_openreg is imported.
+# Every library finds its neighbours relative to itself ($ORIGIN), so the
+# installed package works from any prefix. torch's own libraries need no rpath
+# entry at all: `import torch` has loaded libc10/libtorch* before torch_openreg
+# is imported, and the loader resolves a DT_NEEDED soname against already
+# loaded objects. The relative site-packages path is only a fallback for C++
+# consumers that dlopen libtorch_openreg without Python.
 function(openreg_set_package_rpath target origin)
-  set(_rpath "${origin}")
-  foreach(_dir ${TORCH_LIBRARY_DIRS})
-    list(APPEND _rpath "${_dir}")
-  endforeach()
   set_target_properties(${target} PROPERTIES
     BUILD_WITH_INSTALL_RPATH ON
-    INSTALL_RPATH "${_rpath}"
-    SKIP_BUILD_RPATH OFF)
+    INSTALL_RPATH "${origin};${origin}/../../torch/lib;${origin}/../torch/lib")
 endfunction()

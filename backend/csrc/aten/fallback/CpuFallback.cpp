@@ -1,0 +1,86 @@
+#include "aten/fallback/CpuFallback.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include "runtime/OpenRegGenerator.h"
+
+namespace openreg::fallback {
+
+namespace {
+
+void note_device(std::optional<c10::Device>& device, const at::Tensor& t,
+                 const c10::OperatorName& name) {
+  if (!t.defined() || !t.device().is_privateuseone()) {
+    return;
+  }
+  if (!device.has_value()) {
+    device = t.device();
+    return;
+  }
+  // The CPU fallback would happily mix devices; a real backend must not.
+  TORCH_CHECK(*device == t.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *device, " and ", t.device(), "! (when checking arguments for ", name, ")");
+}
+
+// The openreg device all tensor arguments live on, if any.
+std::optional<c10::Device> common_device(const c10::OperatorHandle& op,
+                                         c10::ArrayRef<c10::IValue> args) {
+  std::optional<c10::Device> device;
+  const auto& name = op.schema().operator_name();
+  for (const auto& iv : args) {
+    if (iv.isTensor()) {
+      note_device(device, iv.toTensor(), name);
+    } else if (iv.isTensorList()) {
+      for (const at::Tensor& t : iv.toTensorList()) {
+        note_device(device, t, name);
+      }
+    } else if (iv.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> t : iv.toOptionalTensorList()) {
+        if (t.has_value()) {
+          note_device(device, *t, name);
+        }
+      }
+    }
+  }
+  return device;
+}
+
+bool is_generator_argument(const c10::Argument& arg) {
+  c10::TypePtr type = arg.real_type();
+  if (auto optional = type->cast<c10::OptionalType>()) {
+    type = optional->getElementType();
+  }
+  return type->kind() == c10::TypeKind::GeneratorType;
+}
+
+} // namespace
+
+// [cpu-fallback]
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& arguments = op.schema().arguments();
+  auto args = torch::jit::last(*stack, arguments.size());
+  const auto device = common_device(op, args);
+  if (device.has_value()) {
+    // CPU kernels would silently draw from the CPU default generator; hand
+    // them the engine of the openreg generator instead (explicit or default).
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      if (!is_generator_argument(arguments[i])) {
+        continue;
+      }
+      c10::IValue& iv = (*stack)[stack->size() - arguments.size() + i];
+      const std::optional<at::Generator> gen =
+          iv.isNone() ? std::nullopt : std::make_optional(iv.toGenerator());
+      iv = openreg::cpu_generator_for(gen, device->index());
+    }
+  }
+  at::native::cpu_fallback(op, stack);
+}
+// [/cpu-fallback]
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+} // namespace openreg::fallback

@@ -1,0 +1,82 @@
+#include "runtime/OpenRegFunctions.h"
+
+#include <atomic>
+#include <mutex>
+
+#include <pthread.h>
+
+namespace openreg {
+
+namespace {
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_in_bad_fork{false};
+
+void mark_child_after_fork() {
+  g_in_bad_fork.store(true);
+}
+} // namespace
+
+c10::DeviceIndex device_count() noexcept {
+  // The runtime reads OPENREG_DEVICE_COUNT once; cache it as CUDA does.
+  static const c10::DeviceIndex count = [] {
+    int n = 0;
+    if (orGetDeviceCount(&n) != orSuccess) {
+      return c10::DeviceIndex{0};
+    }
+    return static_cast<c10::DeviceIndex>(n);
+  }();
+  return count;
+}
+
+void check_device_index(c10::DeviceIndex device) {
+  const auto count = device_count();
+  TORCH_CHECK_INDEX(
+      device >= 0 && device < count,
+      "openreg: device index ", static_cast<int>(device),
+      " is out of range (", static_cast<int>(count), " openreg device(s) available)");
+}
+
+c10::DeviceIndex current_device() {
+  int device = 0;
+  OPENREG_CHECK(orGetDevice(&device));
+  return static_cast<c10::DeviceIndex>(device);
+}
+
+void set_device(c10::DeviceIndex device) {
+  check_device_index(device);
+  OPENREG_CHECK(orSetDevice(device));
+}
+
+c10::DeviceIndex exchange_device(c10::DeviceIndex device) {
+  const auto previous = current_device();
+  if (device >= 0 && device != previous) {
+    set_device(device);
+  }
+  return previous;
+}
+
+c10::DeviceIndex maybe_exchange_device(c10::DeviceIndex device) {
+  return exchange_device(device);
+}
+
+void lazy_init() {
+  TORCH_CHECK(
+      !g_in_bad_fork.load(),
+      "Cannot re-initialize openreg in forked subprocess. To use openreg with "
+      "multiprocessing, you must use the 'spawn' start method");
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, &mark_child_after_fork);
+    g_initialized.store(true);
+  });
+}
+
+bool is_initialized() noexcept {
+  return g_initialized.load();
+}
+
+bool is_in_bad_fork() noexcept {
+  return g_in_bad_fork.load();
+}
+
+} // namespace openreg
