@@ -40,6 +40,10 @@ typedef enum orError_t {
   orErrorNotReady = 5,              /* query on unfinished work */
   orErrorInvalidMemcpyDirection = 6,/* kind does not match the pointers */
   orErrorInvalidDevicePointer = 7,  /* free/attributes of a foreign pointer */
+  orErrorInitializationError = 8,   /* runtime used in a child forked after it was initialised */
+  orErrorLaunchFailure = 9,         /* a kernel/host function threw; reported by the next sync */
+  orErrorRuntimeUnloading = 10,     /* work submitted after the process began to exit */
+  orErrorNotPermitted = 11,         /* e.g. a stream's own work synchronising on that stream */
   orErrorUnknown = 999,
 } orError_t;
 
@@ -67,6 +71,11 @@ typedef struct orPointerAttributes {
 
 typedef struct orStream_st* orStream_t; /* NULL = the current device's default stream */
 typedef struct orEvent_st* orEvent_t;
+
+/* Stream flags (as cudaStreamDefault / cudaStreamNonBlocking). There is no legacy
+ * implicit synchronisation, so both behave the same; they are accepted for parity. */
+#define orStreamDefault 0x0u
+#define orStreamNonBlocking 0x1u
 
 /* Event flags (as cudaEventDefault / cudaEventDisableTiming). */
 #define orEventDefault 0x0u
