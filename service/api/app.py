@@ -1,0 +1,90 @@
+"""The FastAPI application: JSON API, webhooks, health and metrics.
+
+``create_app`` takes every dependency (no globals), so the CLI (``ootci serve``), the
+production factory and the tests each build their own. ``app_factory`` is for
+``uvicorn --factory service.api.app:app_factory`` in production: settings from the
+environment, runs dispatched through the broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
+
+from service.api import breakages, health, matrix, metrics, pins, runs, webhooks
+from service.api.deps import AppContext
+from service.config import Settings, get_settings
+from service.db import get_engine
+from service.dispatch import CeleryDispatcher, Dispatcher
+
+
+def create_app(
+    settings: Settings, *, dispatcher: Dispatcher, engine: Engine | None = None
+) -> FastAPI:
+    engine = engine if engine is not None else get_engine(settings.resolved_database_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        dispatcher.close()
+
+    app = FastAPI(
+        title="ootci",
+        summary="Nightly upstream-compatibility CI for PyTorch's PrivateUse1 backends",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
+    for module in (runs, matrix, breakages, pins, webhooks, health, metrics):
+        app.include_router(module.router)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's default handler echoes the input back; a 10 MB bad body would be
+        # returned whole. Keep locations and messages only.
+        errors = [
+            {"loc": e.get("loc"), "msg": e.get("msg"), "type": e.get("type")} for e in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    return app
+
+
+def default_dispatcher(settings: Settings) -> Dispatcher:
+    if settings.in_process:
+        raise RuntimeError(
+            "no broker configured (OOTCI_BROKER_URL): pass an InProcessDispatcher "
+            "(`ootci serve` does) or set a broker"
+        )
+    return CeleryDispatcher(settings.broker_url)
+
+
+def app_factory() -> FastAPI:
+    settings = get_settings()
+    return create_app(settings, dispatcher=default_dispatcher(settings))
+
+
+def serve(
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    dispatcher: Dispatcher | None = None,
+    engine: Engine | None = None,
+) -> None:
+    """Run the app under uvicorn until interrupted (``ootci serve``)."""
+    import uvicorn
+
+    app = create_app(settings, dispatcher=dispatcher or default_dispatcher(settings), engine=engine)
+    uvicorn.run(app, host=host, port=port, proxy_headers=True, log_level="info")

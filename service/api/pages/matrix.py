@@ -1,0 +1,132 @@
+"""The home page: the compatibility matrix (torch targets x backends x stages)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import HTMLResponse
+
+from service.api.deps import SessionDep
+from service.api.pages.cells import EMPTY, VERDICTS, Cell, FailureFact, RunFacts, stage_cells
+from service.api.templates import render
+from service.queries import dashboard
+from service.queries.matrix import MatrixCell, matrix
+
+router = APIRouter()
+
+TARGETS_PER_PAGE = 30
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    kind: str  # nightly | pin | unresolved
+    torch_build_id: int | None
+    cells: dict[tuple[str, str], Cell]
+    changed: bool
+
+
+def _kind(cell: MatrixCell) -> str:
+    if cell.torch_build_id is None:
+        return "unresolved"
+    return (
+        "nightly" if cell.torch_spec == "nightly" or ".dev" in (cell.torch_version or "") else "pin"
+    )
+
+
+def _label(cell: MatrixCell) -> str:
+    if cell.torch_version is None:
+        return cell.torch_spec
+    sha = (cell.torch_git_version or "")[:10]
+    return f"{cell.torch_version} ({sha})" if sha else cell.torch_version
+
+
+def build_rows(
+    cells: list[MatrixCell], facts: dashboard.StageFacts, suites: list[str], backends: list[str]
+) -> tuple[list[Row], list[tuple[str, str]]]:
+    """Group the run-level cells into rows and expand each run into its stage cells."""
+    columns = [(b, stage) for b in backends for stage in ("build", "import", *suites)]
+    grouped: dict[tuple[int | None, str | None], list[MatrixCell]] = {}
+    for cell in cells:  # already newest target first
+        key = (cell.torch_build_id, None if cell.torch_build_id is not None else cell.torch_spec)
+        grouped.setdefault(key, []).append(cell)
+    rows: list[Row] = []
+    for group in grouped.values():
+        row_cells: dict[tuple[str, str], Cell] = {}
+        for cell in group:
+            run = RunFacts(
+                run_id=cell.run_id,
+                state=cell.state,
+                verdict=cell.verdict,
+                verdict_subtype=cell.verdict_subtype,
+                steps=facts.steps.get(cell.run_id, {}),
+                failures=[FailureFact(*f) for f in facts.failures.get(cell.run_id, [])],
+                suite_counts=facts.suite_counts.get(cell.run_id, {}),
+                suite_of=facts.suite_of.get(cell.run_id, {}),
+            )
+            for stage, value in stage_cells(run, suites).items():
+                row_cells[(cell.backend, stage)] = value
+        rows.append(
+            Row(_label(group[0]), _kind(group[0]), group[0].torch_build_id, row_cells, changed=True)
+        )
+    return rows, columns
+
+
+def mark_changes(rows: list[Row], columns: list[tuple[str, str]]) -> list[Row]:
+    """A row changed when a cell's verdict differs from the next older row of the same kind
+    (nightly against the previous nightly, pin against pin). A row with no older row to
+    compare with counts as changed: there is nothing to say it is the same."""
+    out: list[Row] = []
+    for i, row in enumerate(rows):
+        older = next((r for r in rows[i + 1 :] if r.kind == row.kind), None)
+        changed = older is None or any(
+            row.cells.get(c, EMPTY).verdict != older.cells.get(c, EMPTY).verdict for c in columns
+        )
+        out.append(Row(row.label, row.kind, row.torch_build_id, row.cells, changed))
+    return out
+
+
+@router.get("/", response_class=HTMLResponse, name="matrix")
+def matrix_page(
+    request: Request,
+    session: SessionDep,
+    backend: Annotated[str | None, Query(max_length=100, pattern=r"^[^\x00]*$")] = None,
+    changed: bool = False,
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+) -> HTMLResponse:
+    if not dashboard.has_runs(session):
+        return render(request, "empty.html", {"page_title": "No runs yet"})
+    backend = backend or None
+    offset = (page - 1) * TARGETS_PER_PAGE
+    # One more target than shown, so the last row can still be compared with an older one.
+    cells = matrix(session, limit_targets=offset + TARGETS_PER_PAGE + 1, backend=backend)
+    facts = dashboard.stage_facts(session, {c.run_id for c in cells})
+    suites = facts.suites()
+    backends = sorted({c.backend for c in cells})
+    rows, columns = build_rows(cells, facts, suites, backends)
+    rows = mark_changes(rows, columns)
+    has_older = len(rows) > offset + TARGETS_PER_PAGE
+    rows = rows[offset : offset + TARGETS_PER_PAGE]
+    shown = [r for r in rows if r.changed] if changed else rows
+    return render(
+        request,
+        "matrix.html",
+        {
+            "page_title": "Compatibility matrix",
+            "rows": shown,
+            "hidden": len(rows) - len(shown),
+            "columns": columns,
+            "backends": backends,
+            "suites": suites,
+            "all_backends": dashboard.backend_list(session),
+            "backend": backend,
+            "changed": changed,
+            "page": page,
+            "has_older": has_older,
+            "active": dashboard.active_runs(session),
+            "verdicts": VERDICTS,
+            "empty_cell": EMPTY,
+        },
+    )

@@ -1,0 +1,138 @@
+"""A run: its target, steps, failures grouped by breakage with their evidence, the paged
+logs, and a small JSON status the page polls while the run is running."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from sqlalchemy import select
+from starlette.responses import HTMLResponse, JSONResponse
+
+from service.api.deps import SessionDep
+from service.api.pages.logview import page_of_line, paginate
+from service.api.params import RunId
+from service.api.templates import render
+from service.models import Breakage, Failure, RunState
+from service.queries import runs as run_queries
+
+router = APIRouter()
+
+FAILURES_PER_GROUP = 25
+FAILED_TESTS_SHOWN = 200
+StepName = Annotated[str, Path(pattern=r"^[a-z_]{1,16}$")]
+
+
+def _not_found(request: Request, what: str) -> HTMLResponse:
+    return render(request, "not_found.html", {"page_title": "Not found", "what": what}, 404)
+
+
+def group_failures(
+    failures: list[Failure], breakages: dict[int, Breakage]
+) -> list[tuple[Breakage | None, list[Failure]]]:
+    """Failures grouped by their breakage (in first-failure order); unattached ones last."""
+    groups: OrderedDict[int | None, list[Failure]] = OrderedDict()
+    for failure in failures:
+        groups.setdefault(failure.breakage_id, []).append(failure)
+    if None in groups:
+        groups.move_to_end(None)
+    return [(breakages.get(bid) if bid is not None else None, fs) for bid, fs in groups.items()]
+
+
+def evidence(failure: Failure) -> dict[str, Any]:
+    """The decisive line with its context, numbered, from the classifier's Finding."""
+    finding = failure.finding or {}
+    before = [str(x) for x in finding.get("context_before", [])]
+    after = [str(x) for x in finding.get("context_after", [])]
+    line_no = failure.line_no or finding.get("line_number") or 0
+    line = failure.line or str(finding.get("line", ""))
+    lines: list[tuple[int | None, str, bool]] = []
+    first = line_no - len(before) if line_no else None
+    for i, text in enumerate(before):
+        lines.append((first + i if first else None, text, False))
+    lines.append((line_no or None, line, True))
+    for i, text in enumerate(after):
+        lines.append((line_no + 1 + i if line_no else None, text, False))
+    return {
+        "lines": lines,
+        "line_no": line_no,
+        "log_page": page_of_line(line_no) if line_no else None,
+        "explanation": finding.get("explanation") or "",
+        "rule": failure.rule or finding.get("rule"),
+    }
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse, name="run")
+def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLResponse:
+    run = run_queries.get_run(session, run_id)
+    if run is None:
+        return _not_found(request, f"run {run_id}")
+    backend = run_queries.get_backend(session, run.backend_id)
+    breakage_ids = {f.breakage_id for f in run.failures if f.breakage_id is not None}
+    breakages = (
+        {b.id: b for b in session.scalars(select(Breakage).where(Breakage.id.in_(breakage_ids)))}
+        if breakage_ids else {}
+    )
+    groups = group_failures(list(run.failures), breakages)
+    failed_tests = run_queries.list_test_results(
+        session, run.id, outcome="failed", limit=FAILED_TESTS_SHOWN)
+    crashed = run_queries.list_test_results(session, run.id, outcome="crashed", limit=50)
+    return render(request, "run.html", {
+        "page_title": f"Run {run.id}",
+        "run": run,
+        "backend": backend,
+        "build": run.torch_build,
+        "finished": RunState(run.state).finished,
+        "groups": [
+            (b, [(f, evidence(f)) for f in fs[:FAILURES_PER_GROUP]], len(fs))
+            for b, fs in groups
+        ],
+        "counts": run_queries.outcome_counts(session, run.id),
+        "failed_tests": failed_tests.results + crashed.results,
+        "failed_total": failed_tests.total + crashed.total,
+    })
+
+
+@router.get("/runs/{run_id}/status.json", name="run_status")
+def run_status(session: SessionDep, run_id: RunId) -> JSONResponse:
+    """What the live run page polls: cheap (no logs, no results) and never cached."""
+    run = run_queries.get_run(session, run_id)
+    if run is None:
+        return JSONResponse({"detail": f"run {run_id} not found"}, status_code=404)
+    body = {
+        "id": run.id,
+        "state": run.state,
+        "finished": RunState(run.state).finished,
+        "verdict": run.verdict,
+        "verdict_subtype": run.verdict_subtype,
+        "steps": [
+            {"name": s.name, "status": s.status, "duration_s": s.duration_s}
+            for s in run.steps
+        ],
+    }
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/runs/{run_id}/steps/{name}/log", response_class=HTMLResponse, name="step_log")
+def step_log(
+    request: Request,
+    session: SessionDep,
+    run_id: RunId,
+    name: StepName,
+    page: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
+    hl: Annotated[int | None, Query(ge=1, le=100_000_000)] = None,
+) -> HTMLResponse:
+    step = run_queries.get_step(session, run_id, name)
+    if step is None:
+        return _not_found(request, f"step {name!r} of run {run_id}")
+    if page is None:
+        page = page_of_line(hl) if hl else 1
+    view = paginate(step.read_log(), page)
+    return render(request, "log.html", {
+        "page_title": f"Run {run_id} · {name} log",
+        "run_id": run_id,
+        "step": step,
+        "view": view,
+        "hl": hl,
+    })

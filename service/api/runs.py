@@ -1,0 +1,218 @@
+"""/api/runs: list, detail, test results, step logs, and triggering a run."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from sqlalchemy import select
+
+from service.api.deps import ContextDep, SessionDep, require_token
+from service.api.logs import read_log
+from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
+from service.api.schemas import (
+    FailureOut,
+    Problem,
+    RunCreated,
+    RunDetail,
+    RunList,
+    RunRequest,
+    RunSummary,
+    StepOut,
+    TestResultList,
+    TestResultOut,
+    TorchBuildOut,
+)
+from service.api.triggers import enqueue_committed
+from service.models import Backend, Run, RunState, StepName
+from service.queries import runs as q
+from service.runs import create_run
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+NOT_FOUND = {404: {"model": Problem, "description": "No such run (or step)"}}
+MAX_LOG_CHUNK = 16 * 1024 * 1024
+
+
+def _summary(run: Run, backend: str) -> RunSummary:
+    return RunSummary(
+        id=run.id,
+        backend=backend,
+        torch_spec=run.torch_spec,
+        torch_build=TorchBuildOut.model_validate(run.torch_build) if run.torch_build else None,
+        backend_sha=run.backend_sha,
+        state=run.state,
+        trigger=run.trigger,
+        trigger_info=run.trigger_info,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        attempts=run.attempts,
+        verdict=run.verdict,
+        verdict_subtype=run.verdict_subtype,
+    )
+
+
+@router.get("", response_model=RunList, summary="List runs, newest first")
+def list_runs(
+    session: SessionDep,
+    backend: TextFilter = None,
+    state: Annotated[RunState | None, Query()] = None,
+    torch_spec: TextFilter = None,
+    torch_version: TextFilter = None,
+    trigger: TextFilter = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    cursor: Cursor = None,
+) -> RunList:
+    page = q.list_runs(
+        session,
+        q.RunFilters(
+            backend=backend,
+            state=state.value if state else None,
+            torch_spec=torch_spec,
+            torch_version=torch_version,
+            trigger=trigger,
+        ),
+        limit=limit,
+        offset=offset,
+        before_id=cursor,
+    )
+    return RunList(
+        runs=[_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        next_cursor=page.next_cursor,
+    )
+
+
+def _run_or_404(session: SessionDep, run_id: int) -> Run:
+    run = q.get_run(session, run_id)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    return run
+
+
+@router.get("/{run_id}", response_model=RunDetail, responses=NOT_FOUND, summary="One run")
+def get_run(session: SessionDep, run_id: RunId) -> RunDetail:
+    run = _run_or_404(session, run_id)
+    backend = q.get_backend(session, run.backend_id)
+    base = _summary(run, backend.name if backend else "")
+    return RunDetail(
+        **base.model_dump(),
+        claimed_by=run.claimed_by,
+        lease_expires_at=run.lease_expires_at,
+        error=run.error,
+        verdict_reason=run.verdict_reason,
+        duration_s=run.duration_s,
+        steps=[
+            StepOut(
+                id=s.id,
+                name=s.name,
+                status=s.status,
+                started_at=s.started_at,
+                finished_at=s.finished_at,
+                duration_s=s.duration_s,
+                exit_code=s.exit_code,
+                log_size=s.log_size,
+                summary=s.summary,
+                log_url=f"/api/runs/{run.id}/steps/{s.name}/log",
+            )
+            for s in run.steps
+        ],
+        failures=[FailureOut.model_validate(f) for f in run.failures],
+        test_counts=q.outcome_counts(session, run.id),
+    )
+
+
+@router.get(
+    "/{run_id}/tests", response_model=TestResultList, responses=NOT_FOUND, summary="Test results"
+)
+def list_tests(
+    session: SessionDep,
+    run_id: RunId,
+    outcome: TextFilter = None,
+    suite: TextFilter = None,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+    offset: Offset = 0,
+) -> TestResultList:
+    if session.scalar(select(Run.id).where(Run.id == run_id)) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    page = q.list_test_results(
+        session, run_id, outcome=outcome, suite=suite, limit=limit, offset=offset
+    )
+    return TestResultList(
+        results=[TestResultOut.model_validate(r) for r in page.results],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get(
+    "/{run_id}/steps/{name}/log",
+    response_class=Response,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "The log bytes requested"},
+        **NOT_FOUND,
+    },
+    summary="A step's log: whole, a byte range, or the last lines",
+)
+def step_log(
+    session: SessionDep,
+    run_id: RunId,
+    name: StepName,
+    tail: Annotated[int | None, Query(ge=1, le=100_000, description="Last N lines")] = None,
+    offset: Annotated[int | None, Query(ge=0, le=2**40, description="First byte")] = None,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_LOG_CHUNK, description="Max bytes")] = None,
+) -> Response:
+    if tail is not None and (offset is not None or limit is not None):
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, "use either tail, or offset/limit, not both"
+        )
+    step = q.get_step(session, run_id, name.value)
+    if step is None:
+        exists = session.scalar(select(Run.id).where(Run.id == run_id)) is not None
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"run {run_id} has no {name.value} step (yet)"
+            if exists
+            else f"run {run_id} does not exist",
+        )
+    piece = read_log(step, offset=offset, limit=limit, tail=tail)
+    headers = {
+        "X-Log-Offset": str(piece.offset),
+        "X-Log-Size": str(piece.size),
+        "X-Log-Complete": "true" if piece.complete else "false",
+    }
+    if tail is None and offset is None and limit is None:
+        headers["Content-Disposition"] = f'attachment; filename="run-{run_id}-{name.value}.log"'
+    return Response(piece.data, media_type="text/plain; charset=utf-8", headers=headers)
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=RunCreated,
+    dependencies=[Depends(require_token)],
+    responses={
+        401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        404: {"model": Problem, "description": "Unknown backend"},
+    },
+    summary="Queue a run of a registered backend against a torch spec",
+)
+def trigger_run(
+    session: SessionDep, ctx: ContextDep, body: RunRequest, response: Response
+) -> RunCreated:
+    backend = session.scalar(select(Backend).where(Backend.name == body.backend))
+    if backend is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
+        )
+    run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
+    session.commit()
+    enqueue_committed(ctx, [run.id])
+    url = f"/api/runs/{run.id}"
+    response.headers["Location"] = url
+    return RunCreated(run_id=run.id, state=run.state, url=url)

@@ -1,0 +1,231 @@
+"""Response and request bodies of the JSON API (they are its OpenAPI schema)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+TORCH_SPEC_KINDS = ("installed", "nightly", "pip:", "wheel:", "path:")
+
+
+class _Orm(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class TorchBuildOut(_Orm):
+    id: int
+    spec: str
+    source_kind: str
+    version: str
+    git_version: str
+
+
+class RunSummary(_Orm):
+    id: int
+    backend: str
+    torch_spec: str
+    torch_build: TorchBuildOut | None
+    backend_sha: str | None
+    state: str
+    trigger: str
+    trigger_info: dict[str, Any]
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    attempts: int
+    verdict: str | None
+    verdict_subtype: str | None
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+    total: int = Field(description="Runs matching the filters, over all pages")
+    limit: int
+    offset: int
+    next_cursor: int | None = Field(
+        description="Pass as `cursor` for the next page; null at the end"
+    )
+
+
+class StepOut(_Orm):
+    id: int
+    name: str
+    status: str
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    duration_s: float | None
+    exit_code: int | None
+    log_size: int | None
+    summary: str | None
+    log_url: str
+
+
+class FailureOut(_Orm):
+    id: int
+    step_name: str
+    stage: str
+    nodeid: str | None
+    line: str
+    line_no: int | None
+    captures: dict[str, Any]
+    category: str | None
+    subtype: str | None
+    rule: str | None
+    fingerprint: str | None
+    finding: dict[str, Any] = Field(description="The classifier's full finding (evidence)")
+    triage: str | None
+    triage_reason: str | None
+    breakage_id: int | None
+
+
+class RunDetail(RunSummary):
+    claimed_by: str | None
+    lease_expires_at: dt.datetime | None
+    error: str | None
+    verdict_reason: str | None
+    duration_s: float | None
+    steps: list[StepOut]
+    failures: list[FailureOut]
+    test_counts: dict[str, int]
+
+
+class TestResultOut(_Orm):
+    __test__ = False
+
+    id: int
+    nodeid: str
+    suite: str
+    outcome: str
+    duration_s: float | None
+    message: str | None
+    details: str | None
+
+
+class TestResultList(BaseModel):
+    __test__ = False
+
+    results: list[TestResultOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class MatrixCellOut(_Orm):
+    backend: str
+    torch_spec: str
+    torch_build_id: int | None
+    torch_version: str | None
+    torch_git_version: str | None
+    run_id: int
+    state: str
+    verdict: str | None
+    verdict_subtype: str | None
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+
+class Matrix(BaseModel):
+    backends: list[str]
+    cells: list[MatrixCellOut]
+
+
+class BreakageSummary(_Orm):
+    id: int
+    backend: str
+    fingerprint: str
+    category: str | None
+    subtype: str | None
+    title: str
+    status: str
+    first_seen_run_id: int | None
+    last_seen_run_id: int | None
+    first_seen_at: dt.datetime
+    last_seen_at: dt.datetime
+    occurrences: int
+    resolved_at: dt.datetime | None
+    culprits: list[Any]
+
+
+class BreakageList(BaseModel):
+    breakages: list[BreakageSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class OccurrenceOut(_Orm):
+    run_id: int
+    run_state: str
+    torch_spec: str
+    torch_version: str | None
+    torch_git_version: str | None
+    run_created_at: dt.datetime
+    failures: int
+    nodeids: list[str]
+
+
+class BreakageDetail(BreakageSummary):
+    captures: dict[str, Any]
+    note: str | None
+    resolved_by_run_id: int | None
+    evidence: FailureOut | None = Field(description="The failure of its first occurrence")
+    history: list[OccurrenceOut] = Field(description="Failures grouped by run, newest first")
+
+
+class GreenBuildOut(_Orm):
+    backend: str
+    torch_build_id: int
+    spec: str
+    version: str
+    git_version: str
+    run_id: int
+    finished_at: dt.datetime | None
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00]+$")
+    torch: str = Field(
+        min_length=1,
+        max_length=1000,
+        pattern=r"^[^\x00]+$",
+        description="Torch spec: installed, nightly, pip:REQ, wheel:PATH|URL, path:DIR",
+        examples=["installed", "pip:torch==2.13.0", "nightly"],
+    )
+
+    @field_validator("torch")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value in TORCH_SPEC_KINDS[:2] or (
+            value.startswith(TORCH_SPEC_KINDS[2:]) and value.split(":", 1)[1].strip()
+        ):
+            return value
+        raise ValueError(
+            f"unknown torch spec {value!r}: expected one of installed, nightly, "
+            "pip:<requirement>, wheel:<path|url>, path:<dir>"
+        )
+
+
+class RunCreated(BaseModel):
+    run_id: int
+    state: str
+    url: str
+
+
+class WebhookResult(BaseModel):
+    status: str = Field(description="queued | recorded | ignored | duplicate")
+    delivery: str
+    reason: str | None = None
+    run_ids: list[int] = []
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok | unavailable")
+    checks: dict[str, str] = Field(description="Each dependency: ok, or why it is not")
+
+
+class Problem(BaseModel):
+    detail: str

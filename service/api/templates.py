@@ -1,0 +1,78 @@
+"""The dashboard's Jinja2 environment: where the templates are, and the filters they share.
+
+Autoescape is on for every template (Jinja2Templates enables it for .html): log lines,
+test names and webhook payloads reach the page only as escaped text. Nothing here may
+mark such text safe; only ``service.domain.charts`` output (built from escaped parts) is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+from starlette.responses import HTMLResponse
+
+DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
+TEMPLATE_DIR = DASHBOARDS / "templates"
+STATIC_DIR = DASHBOARDS / "static"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def when(value: dt.datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "–"
+
+
+def day(value: dt.datetime | None) -> str:
+    return value.strftime("%Y-%m-%d") if value else "–"
+
+
+def short_sha(value: str | None, n: int = 10) -> str:
+    return value[:n] if value else "–"
+
+
+def filesize(n: int | None) -> str:
+    if n is None:
+        return "–"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def trusted_svg(svg: str) -> Markup:
+    """Charts are built by service.domain.charts, which escapes every label it embeds."""
+    return Markup(svg)
+
+
+templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
+templates.env.filters.update(
+    duration=duration,
+    when=when,
+    day=day,
+    short_sha=short_sha,
+    filesize=filesize,
+    trusted_svg=trusted_svg,
+)
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context, status_code=status_code)

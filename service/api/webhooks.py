@@ -1,0 +1,157 @@
+"""POST /webhooks/github: authenticate, record, deduplicate and route GitHub deliveries.
+
+Order matters: size, then signature (nothing unauthenticated reaches the database, so a
+forged delivery id cannot shadow a real one), then headers and JSON. Every authenticated
+delivery gets a WebhookDelivery row with its outcome, in the same transaction as the runs
+it creates; the runs are enqueued only after that commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request, status
+from fastapi.responses import JSONResponse
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from service.api.deps import AppContext, ContextDep
+from service.api.schemas import Problem, WebhookResult
+from service.api.triggers import create_runs, enqueue_committed
+from service.api.webhook_routing import QUEUED, route
+from service.github.events import PayloadError
+from service.models import WebhookDelivery
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["webhooks"])
+
+MAX_BODY = 5 * 1024 * 1024
+DUPLICATE = "duplicate"
+
+
+def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
+    if not secret or not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.encode("utf-8", "replace"))
+
+
+def _problem(code: int, detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=code)
+
+
+async def _read_capped(request: Request) -> bytes | None:
+    """The body, or None as soon as it exceeds MAX_BODY (without buffering the rest)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@router.post(
+    "/webhooks/github",
+    response_model=WebhookResult,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        200: {"model": WebhookResult, "description": "A delivery id seen before: nothing done"},
+        400: {"model": Problem, "description": "Missing GitHub headers or malformed JSON"},
+        401: {"model": Problem, "description": "Missing or wrong X-Hub-Signature-256"},
+        413: {"model": Problem, "description": "Body over 5 MB"},
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+    },
+    summary="GitHub webhook receiver (pull_request, push, repository_dispatch)",
+)
+async def github_webhook(
+    request: Request,
+    ctx: ContextDep,
+    x_github_event: Annotated[str | None, Header()] = None,
+    x_github_delivery: Annotated[str | None, Header()] = None,
+    x_hub_signature_256: Annotated[str | None, Header()] = None,
+) -> JSONResponse:
+    body = await _read_capped(request)
+    if body is None:
+        return _problem(413, f"payload larger than {MAX_BODY} bytes")
+    secret = ctx.settings.webhook_secret.get_secret_value().encode()
+    if not secret:
+        return _problem(401, "OOTCI_WEBHOOK_SECRET is not set: refusing unsigned deliveries")
+    if not signature_matches(secret, body, x_hub_signature_256):
+        log.warning("webhook with a missing or wrong signature (delivery %r)", x_github_delivery)
+        return _problem(401, "X-Hub-Signature-256 is missing or does not match the payload")
+    if not x_github_event or not x_github_delivery:
+        return _problem(400, "X-GitHub-Event and X-GitHub-Delivery headers are required")
+    if len(x_github_delivery) > 100 or len(x_github_event) > 64:
+        return _problem(400, "X-GitHub-Event or X-GitHub-Delivery is too long")
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _problem(400, f"body is not JSON: {exc}")
+    if not isinstance(payload, dict):
+        return _problem(400, "body is JSON but not an object")
+    return await run_in_threadpool(_handle, ctx, x_github_event, x_github_delivery, payload)
+
+
+def _handle(ctx: AppContext, event: str, delivery: str, payload: dict[str, Any]) -> JSONResponse:
+    with Session(ctx.engine, expire_on_commit=False) as session:
+        if session.scalar(
+            select(WebhookDelivery.id).where(WebhookDelivery.delivery_id == delivery)
+        ):
+            return _duplicate(delivery)
+        action = payload.get("action")
+        row = WebhookDelivery(
+            delivery_id=delivery,
+            event=event,
+            action=action[:64] if isinstance(action, str) else None,
+            payload=payload,
+        )
+        session.add(row)
+        try:
+            decision = route(session, ctx.settings, event, payload, delivery=delivery)
+        except PayloadError as exc:
+            # Authenticated but unusable: record it (so a redelivery is a duplicate) and say why.
+            row.outcome, row.reason = "rejected", str(exc)
+            if not _commit(session):
+                return _duplicate(delivery)
+            return _problem(400, f"malformed {event} payload: {exc}")
+        run_ids = create_runs(session, decision.runs, trigger="webhook")
+        row.outcome, row.reason, row.run_ids = decision.outcome, decision.reason, run_ids
+        if not _commit(session):
+            return _duplicate(delivery)
+    if decision.outcome == QUEUED:
+        enqueue_committed(ctx, run_ids)
+    result = WebhookResult(
+        status=decision.outcome, delivery=delivery, reason=decision.reason, run_ids=run_ids
+    )
+    return JSONResponse(result.model_dump(), status_code=status.HTTP_202_ACCEPTED)
+
+
+def _commit(session: Session) -> bool:
+    """False when a concurrent request recorded the same delivery id first."""
+    try:
+        session.commit()
+        return True
+    except IntegrityError:
+        session.rollback()
+        return False
+
+
+def _duplicate(delivery: str) -> JSONResponse:
+    result = WebhookResult(status=DUPLICATE, delivery=delivery, reason="delivery already received")
+    return JSONResponse(result.model_dump(), status_code=status.HTTP_200_OK)

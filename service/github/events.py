@@ -1,0 +1,144 @@
+"""Typed views of the GitHub webhook payloads ootci routes.
+
+Only the fields ootci uses are read, from GitHub's documented shapes ("Webhook events and
+payloads"): ``pull_request`` (action, number, label, pull_request.head.sha/html_url/labels,
+repository.full_name) and ``push`` (ref, before, after, deleted, repository URLs).
+``repository_dispatch`` carries another event inside ``client_payload``; PyTorch's
+cross-repository CI relay forwards upstream pull_request/push events that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class PayloadError(ValueError):
+    """A signed payload that lacks what its event type must have."""
+
+
+def _obj(payload: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = payload.get(key)
+    if not isinstance(value, Mapping):
+        raise PayloadError(f"payload has no {key!r} object")
+    return value
+
+
+def _str(payload: Mapping[str, Any], key: str) -> str:
+    value = payload.get(key)
+    if not isinstance(value, str):
+        raise PayloadError(f"payload has no {key!r} string")
+    return value
+
+
+def _repo_name(payload: Mapping[str, Any]) -> str:
+    return _str(_obj(payload, "repository"), "full_name")
+
+
+def _pr_repo(payload: Mapping[str, Any], pr: Mapping[str, Any]) -> str:
+    """The repository the PR targets; a relayed PR may carry it only as ``base.repo``."""
+    if isinstance(payload.get("repository"), Mapping):
+        return _repo_name(payload)
+    return _str(_obj(_obj(pr, "base"), "repo"), "full_name")
+
+
+@dataclass(frozen=True)
+class PullRequestEvent:
+    action: str
+    repo: str
+    number: int
+    head_sha: str
+    url: str
+    title: str
+    label: str | None  # the label just added/removed (labeled/unlabeled actions)
+    labels: tuple[str, ...]  # every label the PR carries now
+
+    @classmethod
+    def parse(cls, payload: Mapping[str, Any]) -> PullRequestEvent:
+        pr = _obj(payload, "pull_request")
+        number = payload.get("number", pr.get("number"))
+        if not isinstance(number, int):
+            raise PayloadError("payload has no pull request number")
+        label = payload.get("label")
+        return cls(
+            action=_str(payload, "action"),
+            repo=_pr_repo(payload, pr),
+            number=number,
+            head_sha=_str(_obj(pr, "head"), "sha"),
+            url=str(pr.get("html_url") or ""),
+            title=str(pr.get("title") or ""),
+            label=str(label["name"]) if isinstance(label, Mapping) and "name" in label else None,
+            labels=tuple(
+                str(item["name"])
+                for item in pr.get("labels") or ()
+                if isinstance(item, Mapping) and "name" in item
+            ),
+        )
+
+
+ZERO_SHA = "0" * 40
+
+
+@dataclass(frozen=True)
+class PushEvent:
+    repo: str
+    ref: str
+    before: str
+    after: str
+    deleted: bool
+    repo_urls: tuple[str, ...]  # every URL the repository is known by, for matching sources
+    compare: str
+
+    @property
+    def branch(self) -> str | None:
+        return self.ref.removeprefix("refs/heads/") if self.ref.startswith("refs/heads/") else None
+
+    @classmethod
+    def parse(cls, payload: Mapping[str, Any]) -> PushEvent:
+        repo = _obj(payload, "repository")
+        after = _str(payload, "after")
+        urls = tuple(
+            str(repo[key])
+            for key in ("clone_url", "html_url", "ssh_url", "git_url", "url")
+            if isinstance(repo.get(key), str)
+        )
+        return cls(
+            repo=_str(repo, "full_name"),
+            ref=_str(payload, "ref"),
+            before=str(payload.get("before") or ""),
+            after=after,
+            deleted=bool(payload.get("deleted")) or after == ZERO_SHA,
+            repo_urls=urls,
+            compare=str(payload.get("compare") or ""),
+        )
+
+
+def unwrap_repository_dispatch(payload: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The event a ``repository_dispatch`` relays: ``(event name, its payload)``.
+
+    Accepted shapes of ``client_payload``: ``{"event": NAME, "payload": {...}}`` (an explicit
+    envelope), or the relayed payload itself, recognised by its keys (``pull_request`` ->
+    pull_request, ``ref`` + ``after`` -> push). The envelope's event name may also be the
+    dispatch's ``action`` (its event_type)."""
+    client = _obj(payload, "client_payload")
+    inner = client.get("payload")
+    if isinstance(inner, Mapping):
+        name = client.get("event") or client.get("event_name") or payload.get("action")
+        if not isinstance(name, str):
+            raise PayloadError("client_payload.payload given without an event name")
+        return name, _with_repository(inner, client)
+    if isinstance(client.get("pull_request"), Mapping):
+        return "pull_request", _with_repository(client, client)
+    if "ref" in client and "after" in client:
+        return "push", _with_repository(client, client)
+    raise PayloadError("client_payload carries no pull_request or push event")
+
+
+def _with_repository(inner: Mapping[str, Any], client: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Relays sometimes put the upstream repository beside the event instead of inside it."""
+    if isinstance(inner.get("repository"), Mapping) or not isinstance(
+        client.get("repository"), Mapping
+    ):
+        return inner
+    return {**inner, "repository": client["repository"]}
