@@ -1,0 +1,204 @@
+"""Celery tasks: stable names ``ootci.<area>.<verb>``, JSON ids in, idempotent.
+
+Thin on purpose: each opens the process's engine and calls a function that also runs
+without Celery (the embedded mode calls ``execute_run`` directly).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import socket
+from typing import Any
+
+from celery import Task
+from sqlalchemy import Engine, select, text
+from sqlalchemy.orm import Session
+
+from service.config import get_settings
+from service.db import get_engine, session_scope
+from service.models import Backend, Outcome, Run, RunState, TestResult
+from service.queries.pins import newest_green_builds
+from service.runs import create_run, stale_run_ids
+from workers.celery_app import app
+from workers.pipeline.execute import execute_run
+from workers.pipeline.types import PipelineError
+from workers.schedule import QUEUED_STALE_AFTER_S
+
+log = logging.getLogger(__name__)
+
+NIGHTLY = "nightly"
+MAX_INFRA_RETRIES = 3
+
+
+class InfraFailure(Exception):
+    """An infrastructure failure worth retrying later (network, disk, pip)."""
+
+
+def _engine() -> Engine:
+    return get_engine(get_settings().resolved_database_url)
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@app.task(
+    name="ootci.run.execute",
+    bind=True,
+    autoretry_for=(InfraFailure,),
+    max_retries=MAX_INFRA_RETRIES,
+    retry_backoff=60,
+    retry_backoff_max=1800,
+    retry_jitter=True,
+)
+def execute(self: Task, run_id: int) -> str | None:
+    """Run it if it is ours to run. None = finished already, or a live worker has it."""
+    try:
+        state = execute_run(_engine(), get_settings(), run_id, worker_id())
+    except PipelineError as exc:
+        if exc.kind == "infra":
+            raise InfraFailure(str(exc)) from exc
+        raise
+    log.info("run %s: %s", run_id, state or "not claimable (finished or leased)")
+    return state
+
+
+def dispatch(run_ids: list[int]) -> None:
+    for run_id in run_ids:
+        execute.apply_async(args=[run_id])
+
+
+def nightly_specs(pins: list[str]) -> list[str]:
+    """The pins plus the newest nightly, each once, in configured order."""
+    return list(dict.fromkeys([*pins, NIGHTLY]))
+
+
+def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]:
+    """Create the night's missing runs; the natural key is backend x spec x night.
+
+    Only rows whose trigger_info names this night count, so re-sending the task (or a
+    beat that fires twice) adds nothing."""
+    if session.get_bind().dialect.name == "postgresql":
+        # Two schedulers racing would both see "missing": serialise them on this night.
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": night.toordinal()})
+    window = dt.datetime.combine(night, dt.time(), tzinfo=dt.UTC)
+    existing = {
+        (backend_id, spec)
+        for backend_id, spec, info in session.execute(
+            select(Run.backend_id, Run.torch_spec, Run.trigger_info).where(
+                Run.trigger == NIGHTLY,
+                Run.created_at >= window - dt.timedelta(days=1),
+                Run.created_at < window + dt.timedelta(days=2),
+            )
+        ).tuples()
+        if isinstance(info, dict) and info.get("night") == night.isoformat()
+    }
+    created = []
+    for backend in session.scalars(select(Backend).order_by(Backend.name)):
+        for spec in nightly_specs(pins):
+            if (backend.id, spec) in existing:
+                continue
+            run = create_run(
+                session,
+                backend,
+                spec,
+                trigger=NIGHTLY,
+                trigger_info={"schedule": NIGHTLY, "night": night.isoformat()},
+            )
+            created.append(run.id)
+    return created
+
+
+@app.task(name="ootci.nightly.schedule")
+def nightly_schedule(night: str | None = None) -> list[int]:
+    """Queue tonight's matrix (``night`` = ISO date, default today in UTC)."""
+    day = dt.date.fromisoformat(night) if night else dt.datetime.now(dt.UTC).date()
+    with session_scope(_engine()) as session:
+        run_ids = plan_nightly(session, get_settings().pins, day)
+    dispatch(run_ids)
+    log.info("nightly %s: queued %d run(s)", day, len(run_ids))
+    return run_ids
+
+
+@app.task(name="ootci.weekly.pin_report")
+def pin_report() -> dict[str, Any]:
+    """Per backend, the newest torch build it passed on, next to the configured pins."""
+    settings = get_settings()
+    with Session(_engine()) as session:
+        green = newest_green_builds(session)
+    report = {
+        "generated_at": dt.datetime.now(dt.UTC).isoformat(),
+        "pins": list(settings.pins),
+        "backends": [
+            {
+                "backend": g.backend,
+                "newest_green": g.version,
+                "git_version": g.git_version,
+                "spec": g.spec,
+                "run_id": g.run_id,
+                "is_pinned": g.spec in settings.pins,
+            }
+            for g in green
+        ],
+    }
+    for entry in report["backends"]:
+        log.info("pin report: %(backend)s is green on %(newest_green)s (run %(run_id)s)", entry)
+    return report
+
+
+def plan_rerun(session: Session, run_id: int) -> int | None:
+    """A new run repeating a finished run's failed tests; None if the run is unfinished or
+    had nothing to rerun. Asking twice returns the same pending rerun."""
+    old = session.get(Run, run_id)
+    if old is None or not RunState(old.state).finished or old.state == RunState.PASSED:
+        return None
+    pending = session.scalars(
+        select(Run).where(
+            Run.trigger == "rerun",
+            Run.backend_id == old.backend_id,
+            Run.state.in_([RunState.QUEUED, RunState.RUNNING]),
+            Run.id > old.id,
+        )
+    )
+    for run in pending:
+        if run.trigger_info.get("rerun_of") == old.id:
+            return run.id
+    failed = list(
+        session.scalars(
+            select(TestResult.nodeid).where(
+                TestResult.run_id == old.id,
+                TestResult.outcome.in_([Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED]),
+            )
+        )
+    )
+    backend = session.get_one(Backend, old.backend_id)
+    new = create_run(
+        session,
+        backend,
+        old.torch_spec,
+        trigger="rerun",
+        trigger_info={"rerun_of": old.id, "failed_tests": failed[:500]},
+    )
+    return new.id
+
+
+@app.task(name="ootci.classify.rerun")
+def rerun(run_id: int) -> int | None:
+    with session_scope(_engine()) as session:
+        new_id = plan_rerun(session, run_id)
+    if new_id is not None:
+        dispatch([new_id])
+    return new_id
+
+
+@app.task(name="ootci.sweep.stale")
+def sweep_stale() -> list[int]:
+    """Send again the runs that lost their message or their worker."""
+    with Session(_engine()) as session:
+        run_ids = stale_run_ids(session, queued_older_than_s=QUEUED_STALE_AFTER_S)
+    dispatch(run_ids)
+    if run_ids:
+        log.warning("re-dispatched stale runs %s", run_ids)
+    return run_ids
