@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
-from service.api import breakages, health, matrix, metrics, pins, runs, webhooks
+from service.api import breakages, health, matrix, metrics, pages, pins, runs, webhooks
 from service.api.deps import AppContext
 from service.config import Settings, get_settings
 from service.db import get_engine
@@ -42,6 +42,8 @@ def create_app(
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
     for module in (runs, matrix, breakages, pins, webhooks, health, metrics):
         app.include_router(module.router)
+    app.include_router(pages.router)
+    pages.mount_static(app)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
