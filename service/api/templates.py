@@ -13,6 +13,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
@@ -61,6 +62,14 @@ def trusted_svg(svg: str) -> Markup:
     return Markup(svg)
 
 
+@pass_context
+def test_url(context: dict[str, Any], nodeid: str) -> str:
+    """A test's history page. The nodeid goes in the query string, percent-encoded, because
+    parametrised ids hold characters ('?', '#', '[', spaces) a path cannot carry verbatim."""
+    request: Request = context["request"]
+    return str(request.url_for("tests").include_query_params(nodeid=nodeid))
+
+
 templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
 templates.env.filters.update(
     duration=duration,
@@ -70,6 +79,7 @@ templates.env.filters.update(
     filesize=filesize,
     trusted_svg=trusted_svg,
 )
+templates.env.globals["test_url"] = test_url
 
 
 def render(

@@ -86,7 +86,7 @@ def _worst(failures: Iterable[FailureFact]) -> FailureFact:
 def _failed(run: RunFacts, failures: Sequence[FailureFact], counted: str) -> Cell:
     worst = _worst(failures)
     category = worst.category if worst.category in VERDICTS else "unknown"
-    detail = f"{counted}; {worst.line[:160]}" if worst.line else counted
+    detail = f"{counted}; {worst.line[:100]}" if worst.line else counted
     return Cell(category, worst.subtype, detail, run.run_id)
 
 

@@ -1,0 +1,32 @@
+"""Search by test name, symbol, header or error text."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import HTMLResponse
+
+from service.api.deps import SessionDep
+from service.api.templates import render
+from service.queries import dashboard
+
+router = APIRouter()
+
+MIN_QUERY = 2
+
+
+@router.get("/search", response_class=HTMLResponse, name="search")
+def search_page(
+    request: Request,
+    session: SessionDep,
+    q: Annotated[str, Query(max_length=200, pattern=r"^[^\x00]*$")] = "",
+) -> HTMLResponse:
+    q = q.strip()
+    results = dashboard.search(session, q) if len(q) >= MIN_QUERY else None
+    return render(request, "search.html", {
+        "page_title": f"Search: {q}" if q else "Search",
+        "q": q,
+        "results": results,
+        "min_query": MIN_QUERY,
+    })
