@@ -1,0 +1,196 @@
+"""The collect step: turn a run's build/test outcome into classified, triaged failures,
+group them into breakages, and decide the run's state and verdict.
+
+Runs inside the caller's session (execute_run's collect step); never commits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.breakages import record_occurrences, resolve_fixed
+from service.config import Settings
+from service.domain.classify import classify_log, classify_test_failure
+from service.domain.triage import TriageEvidence, run_verdict, triage
+from service.domain.verdict import Category, Finding, Stage, TriageVerdict
+from service.history import Baseline, baseline_for
+from service.models import Failure, Outcome, Run, RunState, Step, StepName, TorchBuild
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
+from workers.pipeline.types import StepStatus as OutcomeStatus
+
+FAILED_OUTCOMES = {Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY}
+# A build log is read whole for classification up to this size; beyond it, the head and
+# tail (the first error sits near the top, the generic footer at the bottom).
+MAX_LOG_BYTES = 64 * 1024 * 1024
+
+
+def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
+    row = session.scalar(
+        select(TorchBuild).where(
+            TorchBuild.spec == env.spec,
+            TorchBuild.version == env.version,
+            TorchBuild.git_version == env.git_version,
+        )
+    )
+    if row is None:
+        row = TorchBuild(
+            spec=env.spec,
+            source_kind=env.source_kind,
+            version=env.version,
+            git_version=env.git_version,
+        )
+        session.add(row)
+    row.env_key = env.env_key
+    row.python = str(env.python)
+    session.flush()
+    return row
+
+
+def _read_log(step: Step | None) -> bytes:
+    if step is None or not step.log_path:
+        return b""
+    path = Path(step.log_path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            if size <= MAX_LOG_BYTES:
+                return fh.read()
+            head = fh.read(MAX_LOG_BYTES // 2)
+            fh.seek(size - MAX_LOG_BYTES // 2)
+            return head + b"\n" + fh.read()
+    except OSError:
+        return b""
+
+
+def _step(run: Run, name: StepName) -> Step | None:
+    return next((s for s in run.steps if s.name == name), None)
+
+
+def _classified_failures(
+    run: Run, build: StepOutcome, tests: TestRunOutcome | None
+) -> list[tuple[Failure, Finding | None]]:
+    found: list[tuple[Failure, Finding | None]] = []
+    if build.status is not OutcomeStatus.PASSED:
+        finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD)
+        found.append((_failure(run.id, StepName.BUILD, Stage.BUILD, None, finding, build), finding))
+        return found
+    if tests is None:
+        return found
+    results = [r for r in tests.results if r.outcome in FAILED_OUTCOMES]
+    for r in results:
+        # A test module that fails to import (collection error) is the import stage: that is
+        # where an undefined symbol in the backend's .so shows up.
+        stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
+        finding = classify_test_failure(
+            r.nodeid, r.message, r.details, stage, outcome=r.outcome
+        )
+        found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
+    if not results and tests.step.status is not OutcomeStatus.PASSED:
+        # The runner itself failed (no per-test evidence): classify its log.
+        finding = classify_log(_read_log(_step(run, StepName.TEST)), Stage.TEST)
+        found.append((_failure(run.id, StepName.TEST, Stage.TEST, None, finding, tests.step), finding))
+    return found
+
+
+def _failure(
+    run_id: int,
+    step: StepName,
+    stage: Stage,
+    nodeid: str | None,
+    finding: Finding | None,
+    outcome: StepOutcome | None,
+) -> Failure:
+    if finding is None:
+        return Failure(
+            run_id=run_id,
+            step_name=step,
+            stage=stage,
+            nodeid=nodeid,
+            line=(outcome.summary if outcome else "") or f"{step.value} failed (no rule matched)",
+            line_no=None,
+            category=Category.UNKNOWN.value,
+            subtype="generic",
+            rule=None,
+        )
+    return Failure(
+        run_id=run_id,
+        step_name=step,
+        stage=finding.stage.value,
+        nodeid=nodeid,
+        line=finding.line,
+        line_no=finding.line_number or None,
+        captures=dict(finding.captures),
+        category=finding.category.value,
+        subtype=finding.subtype.value,
+        rule=finding.rule,
+        fingerprint=finding.fingerprint or None,
+        fingerprint_version=finding.fingerprint_version or None,
+        finding=finding.to_dict(),
+    )
+
+
+def _evidence(failure: Failure, run: Run, baseline: Baseline, flaky: set[str]) -> TriageEvidence:
+    return TriageEvidence(
+        failed_on_last_green=bool(failure.fingerprint)
+        and failure.fingerprint in baseline.pin_fingerprints
+        and baseline.pin_run_id is not None,
+        passed_on_rerun=failure.nodeid is not None and failure.nodeid in flaky,
+        has_last_green_torch=baseline.last_green_run_id is not None,
+        backend_changed=baseline.last_green_backend_sha is not None
+        and baseline.last_green_backend_sha != run.backend_sha,
+    )
+
+
+def collect(
+    session: Session,
+    run: Run,
+    build: StepOutcome,
+    tests: TestRunOutcome | None,
+    settings: Settings,
+    log: LogSink,
+) -> RunState:
+    """Classify, triage and group the run's failures; return the state the run ends in."""
+    pairs = _classified_failures(run, build, tests)
+    flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
+    baseline = baseline_for(session, run, list(settings.pins))
+    verdicts: list[TriageVerdict] = []
+    for failure, finding in pairs:
+        verdict = triage(finding, _evidence(failure, run, baseline, flaky))
+        failure.triage = verdict.category.value
+        failure.triage_reason = verdict.reason
+        verdicts.append(verdict)
+        session.add(failure)
+        log.write(
+            f"{failure.stage} {failure.nodeid or ''}: {failure.category}/{failure.subtype} "
+            f"(rule {failure.rule}) triage={failure.triage}\n    {failure.line}\n"
+        )
+    session.flush()
+
+    overall = run_verdict(verdicts)
+    run.verdict = overall.category.value if overall else None
+    run.verdict_subtype = overall.subtype.value if overall else None
+    run.verdict_reason = overall.reason if overall else None
+
+    record_occurrences(session, run, [f for f, _ in pairs])
+    observed = {Stage.BUILD.value} if build.status is OutcomeStatus.PASSED else set()
+    if tests is not None and tests.step.status is not OutcomeStatus.ERRORED:
+        observed |= {Stage.IMPORT.value, Stage.TEST.value}
+    resolved = resolve_fixed(
+        session, run, {f.fingerprint for f, _ in pairs if f.fingerprint}, observed
+    )
+    for b in resolved:
+        log.write(f"resolved breakage {b.id}: {b.title}\n")
+
+    real = [v for v in verdicts if v.category is not Category.FLAKE]
+    if not real:
+        state = RunState.PASSED
+    elif all(v.category is Category.INFRA for v in real) or build.status is OutcomeStatus.ERRORED:
+        state = RunState.ERRORED
+    else:
+        state = RunState.FAILED
+    log.write(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    return state
