@@ -92,7 +92,7 @@ def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]
                 Run.created_at >= window - dt.timedelta(days=1),
                 Run.created_at < window + dt.timedelta(days=2),
             )
-        ).tuples()
+        )
         if isinstance(info, dict) and info.get("night") == night.isoformat()
     }
     created = []

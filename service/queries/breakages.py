@@ -55,7 +55,10 @@ def list_breakages(
     )
     ids = {b.backend_id for b in rows}
     names = (
-        dict(session.execute(select(Backend.id, Backend.name).where(Backend.id.in_(ids))).tuples())
+        {
+            k: v
+            for k, v in session.execute(select(Backend.id, Backend.name).where(Backend.id.in_(ids)))
+        }
         if ids
         else {}
     )
@@ -103,7 +106,7 @@ def occurrences(session: Session, breakage_id: int, *, limit: int = 100) -> list
             select(Failure.run_id, Failure.nodeid)
             .where(Failure.breakage_id == breakage_id, Failure.run_id.in_(run_ids))
             .order_by(Failure.id)
-        ).tuples():
+        ):
             if nodeid and nodeid not in nodeids[rid]:
                 nodeids[rid].append(nodeid)
     return [

@@ -77,9 +77,10 @@ def list_runs(
 def backend_names(session: Session, ids: set[int]) -> dict[int, str]:
     if not ids:
         return {}
-    return dict(
-        session.execute(select(Backend.id, Backend.name).where(Backend.id.in_(ids))).tuples()
-    )
+    return {
+        k: v
+        for k, v in session.execute(select(Backend.id, Backend.name).where(Backend.id.in_(ids)))
+    }
 
 
 def get_run(session: Session, run_id: int) -> Run | None:
@@ -100,7 +101,7 @@ def outcome_counts(session: Session, run_id: int) -> dict[str, int]:
         select(TestResult.outcome, func.count())
         .where(TestResult.run_id == run_id)
         .group_by(TestResult.outcome)
-    ).tuples()
+    )
     return {outcome: count for outcome, count in rows}
 
 

@@ -14,7 +14,10 @@ STEP_DURATION_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 120
 
 
 def runs_by_state(session: Session) -> dict[str, int]:
-    return dict(session.execute(select(Run.state, func.count()).group_by(Run.state)).tuples())
+    return {
+        state: n
+        for state, n in session.execute(select(Run.state, func.count()).group_by(Run.state))
+    }
 
 
 @dataclass(frozen=True)
