@@ -258,6 +258,75 @@ def show(
         out.print("\n".join(lines), markup=False, highlight=False)
 
 
+@app.command()
+def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Re-run classification, triage and breakage grouping over every stored run (after a
+    rules.toml or fingerprint change)."""
+    from dataclasses import asdict
+
+    from service.db import session_scope
+    from workers.pipeline.reclassify import reclassify as replay
+
+    settings = _settings()
+    engine = _engine(settings)
+    with session_scope(engine) as s:
+        report = replay(s, settings)
+    if as_json:
+        out.print_json(json.dumps(asdict(report)))
+    else:
+        out.print(
+            f"reclassified {report.runs} runs: {report.failures_after} failures "
+            f"({report.changed} changed), breakages {report.breakages_before} -> "
+            f"{report.breakages_after}"
+        )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+) -> None:
+    """Serve the dashboard, JSON API and webhooks. Without a broker, queued runs execute
+    in this process (the embedded default)."""
+    from service.api.app import serve as serve_app
+    from service.dispatch import CeleryDispatcher, InProcessDispatcher
+    from workers.pipeline.execute import execute_run
+
+    settings = _settings()
+    engine = _engine(settings)
+    if settings.in_process:
+        dispatcher: Any = InProcessDispatcher(
+            lambda run_id: execute_run(engine, settings, run_id, _worker_id())
+        )
+    else:
+        dispatcher = CeleryDispatcher(settings.broker_url)
+    console.print(f"ootci serving on http://{host}:{port}/ (database {settings.resolved_database_url})")
+    serve_app(settings, host, port, dispatcher=dispatcher, engine=engine)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def worker(ctx: typer.Context) -> None:
+    """Run a Celery worker (extra arguments go to `celery worker`). Needs OOTCI_BROKER_URL."""
+    settings = _settings()
+    if settings.in_process:
+        _die("OOTCI_BROKER_URL is not set: a worker needs a broker (e.g. redis://127.0.0.1:6379/0)")
+    _engine(settings)
+    from workers.celery_app import run_worker
+
+    run_worker(ctx.args)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def beat(ctx: typer.Context) -> None:
+    """Run the Celery beat scheduler (exactly one per deployment). Needs OOTCI_BROKER_URL."""
+    settings = _settings()
+    if settings.in_process:
+        _die("OOTCI_BROKER_URL is not set: beat needs a broker")
+    from workers.celery_app import run_beat
+
+    run_beat(ctx.args)
+
+
 def main() -> None:
     app()
 

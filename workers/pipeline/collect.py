@@ -6,7 +6,7 @@ Runs inside the caller's session (execute_run's collect step); never commits.
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,14 +18,10 @@ from service.domain.triage import TriageEvidence, run_verdict, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.history import Baseline, baseline_for
 from service.models import Failure, Outcome, Run, RunState, Step, StepName, TorchBuild
-from workers.pipeline.logsink import LogSink
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 from workers.pipeline.types import StepStatus as OutcomeStatus
 
 FAILED_OUTCOMES = {Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY}
-# A build log is read whole for classification up to this size; beyond it, the head and
-# tail (the first error sits near the top, the generic footer at the bottom).
-MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
 def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
@@ -51,19 +47,7 @@ def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
 
 
 def _read_log(step: Step | None) -> bytes:
-    if step is None or not step.log_path:
-        return b""
-    path = Path(step.log_path)
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            if size <= MAX_LOG_BYTES:
-                return fh.read()
-            head = fh.read(MAX_LOG_BYTES // 2)
-            fh.seek(size - MAX_LOG_BYTES // 2)
-            return head + b"\n" + fh.read()
-    except OSError:
-        return b""
+    return step.read_log() if step is not None else b""
 
 
 def _step(run: Run, name: StepName) -> Step | None:
@@ -151,7 +135,7 @@ def collect(
     build: StepOutcome,
     tests: TestRunOutcome | None,
     settings: Settings,
-    log: LogSink,
+    note: Callable[[str], None],
 ) -> RunState:
     """Classify, triage and group the run's failures; return the state the run ends in."""
     pairs = _classified_failures(run, build, tests)
@@ -164,7 +148,7 @@ def collect(
         failure.triage_reason = verdict.reason
         verdicts.append(verdict)
         session.add(failure)
-        log.write(
+        note(
             f"{failure.stage} {failure.nodeid or ''}: {failure.category}/{failure.subtype} "
             f"(rule {failure.rule}) triage={failure.triage}\n    {failure.line}\n"
         )
@@ -183,7 +167,7 @@ def collect(
         session, run, {f.fingerprint for f, _ in pairs if f.fingerprint}, observed
     )
     for b in resolved:
-        log.write(f"resolved breakage {b.id}: {b.title}\n")
+        note(f"resolved breakage {b.id}: {b.title}\n")
 
     real = [v for v in verdicts if v.category is not Category.FLAKE]
     if not real:
@@ -192,5 +176,5 @@ def collect(
         state = RunState.ERRORED
     else:
         state = RunState.FAILED
-    log.write(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
     return state

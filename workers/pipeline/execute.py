@@ -214,7 +214,7 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
     with ctx.step(StepName.COLLECT) as (sink, _):
         with session_scope(ctx.engine) as s:
             run = s.get_one(Run, ctx.run_id)
-            state = collect.collect(s, run, build_outcome, tests, settings, sink)
+            state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
             run.transition(state)
     return state
 
