@@ -1,0 +1,335 @@
+"""The production shape end to end: uvicorn serving the API, a Redis-backed Celery worker
+process, Postgres. A signed GitHub webhook queues a run that a real worker executes; a
+worker SIGKILLed mid-run leaves the run re-claimable and the next worker finishes it once.
+
+The backend is a trivial Python tree (its "build" prints, its suite is three pytest tests,
+one of which waits for a file so the test controls how long the run stays "running"): this
+tests distribution, not compilation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.db import make_engine, session_scope
+from service.migrate import upgrade
+from service.models import Run, TestResult
+from service.runs import get_or_create_backend
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "webhooks"
+REDIS_URL = "redis://127.0.0.1:6379/5"
+SECRET = "integration-secret"
+TOKEN = "integration-token"
+LEASE_S = 60  # the smallest lease settings accept: the kill test waits this long once
+
+RECIPE = """\
+[backend]
+name = "pyonly"
+
+[build]
+command = ["{python}", "-c", "print('nothing to compile')"]
+
+[test]
+command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
+timeout_per_test = 300
+"""
+
+SUITE = """\
+import os
+import pathlib
+import time
+
+GATE = pathlib.Path(__file__).resolve().parent.parent / "gate"
+
+
+def test_first():
+    assert 1 + 1 == 2
+
+
+def test_waits_for_the_gate():
+    # The integration test opens the gate (creates the file) when it has seen what it wants.
+    deadline = time.monotonic() + 240
+    while not GATE.exists():
+        assert time.monotonic() < deadline, "gate never opened"
+        time.sleep(0.1)
+    pathlib.Path(str(GATE) + ".passed").write_text(str(os.getpid()))
+
+
+def test_last():
+    assert "ootci"
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass
+class Stack:
+    api: str
+    env: dict[str, str]
+    db_url: str
+    backend_dir: Path
+    logs: Path
+    procs: list[subprocess.Popen[bytes]]
+
+    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"worker-{name}.log").open("wb")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.celery_app",
+                "worker",
+                "--pool=prefork",
+                "-c",
+                "1",
+                "-Q",
+                "ootci",
+                "-n",
+                f"{name}@%h",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: SIGKILL takes the pool child too
+        )
+        self.procs.append(proc)
+        return proc
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        resp = httpx.get(f"{self.api}/api/runs/{run_id}", timeout=10)
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def post_webhook(self, fixture: str, event: str) -> httpx.Response:
+        body = (FIXTURES / fixture).read_bytes()
+        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return httpx.post(
+            f"{self.api}/webhooks/github",
+            content=body,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": signature,
+                "User-Agent": "GitHub-Hookshot/integration",
+            },
+            timeout=10,
+        )
+
+    def tail(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+            for p in sorted(self.logs.glob("*.log"))
+        )
+
+
+@pytest.fixture
+def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
+    broker = redis.Redis.from_url(REDIS_URL)
+    try:
+        broker.ping()
+    except redis.ConnectionError:
+        pytest.skip("Redis is not running")
+    broker.flushdb()
+
+    engine = make_engine(fresh_postgres_url)
+    upgrade(engine)
+    backend_dir = tmp_path / "pyonly"
+    (backend_dir / "tests").mkdir(parents=True)
+    (backend_dir / "ootci.toml").write_text(RECIPE)
+    (backend_dir / "tests" / "test_suite.py").write_text(SUITE)
+    with session_scope(engine) as s:
+        get_or_create_backend(s, "pyonly", str(backend_dir))
+    engine.dispose()
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {
+        **os.environ,
+        "OOTCI_HOME": str(tmp_path / "home"),
+        "OOTCI_DATABASE_URL": fresh_postgres_url,
+        "OOTCI_BROKER_URL": REDIS_URL,
+        "OOTCI_WEBHOOK_SECRET": SECRET,
+        "OOTCI_API_TOKEN": TOKEN,
+        "OOTCI_DEFAULT_TORCH": "installed",
+        "OOTCI_RUN_LEASE_S": str(LEASE_S),
+        "OOTCI_RERUN_FAILED_TESTS": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    port = free_port()
+    api_log = (logs / "api.log").open("wb")
+    api = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "service.api.app:app_factory",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=api_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    st = Stack(f"http://127.0.0.1:{port}", env, fresh_postgres_url, backend_dir, logs, [api])
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{st.api}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(healthy, 30, "the API to be healthy")
+        yield st
+    finally:
+        for proc in st.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in st.procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        broker.flushdb()
+        broker.close()
+
+
+def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(stack: Stack) -> None:
+    resp = stack.post_webhook("pull_request_labeled.json", "pull_request")
+    assert resp.status_code == 202, resp.text
+    assert resp.json()["status"] == "queued"
+    (run_id,) = resp.json()["run_ids"]
+    assert stack.run(run_id)["state"] == "queued"  # no worker yet: it waits in Redis
+
+    stack.start_worker("w1")
+    states = []
+
+    def test_step_running() -> bool:
+        run = stack.run(run_id)
+        states.append(run["state"])
+        return any(s["name"] == "test" and s["status"] == "running" for s in run["steps"])
+
+    wait_until(test_step_running, 120, f"run {run_id} to reach its test step\n{stack.tail()}")
+    running = stack.run(run_id)
+    assert running["state"] == "running"
+    assert running["claimed_by"]
+    live = httpx.get(
+        f"{stack.api}/api/runs/{run_id}/steps/test/log", params={"tail": 50}, timeout=10
+    )
+    assert live.headers["x-log-complete"] == "false"
+
+    (stack.backend_dir / "gate").touch()
+    final = wait_until(
+        lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
+        120,
+        f"run {run_id} to finish\n{stack.tail()}",
+    )
+    assert final["state"] == "passed", final
+    assert final["trigger"] == "webhook" and final["trigger_info"]["pr"] == 165432
+    assert [s["name"] for s in final["steps"]] == ["provision", "build", "test", "collect"]
+    tests = httpx.get(f"{stack.api}/api/runs/{run_id}/tests", timeout=10).json()
+    assert tests["total"] == 3
+    assert {r["outcome"] for r in tests["results"]} == {"passed"}
+    assert states[0] in ("queued", "running")
+    log = httpx.get(f"{stack.api}/api/runs/{run_id}/steps/build/log", timeout=10)
+    assert b"nothing to compile" in log.content
+
+
+def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> None:
+    resp = httpx.post(
+        f"{stack.api}/api/runs",
+        json={"backend": "pyonly", "torch": "installed"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=10,
+    )
+    assert resp.status_code == 202, resp.text
+    run_id = resp.json()["run_id"]
+    first = stack.start_worker("doomed")
+
+    def in_test_step() -> bool:
+        return any(
+            s["name"] == "test" and s["status"] == "running" for s in stack.run(run_id)["steps"]
+        )
+
+    wait_until(in_test_step, 120, f"run {run_id} to reach its test step\n{stack.tail()}")
+    owner = stack.run(run_id)["claimed_by"]
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(10)
+    killed_at = time.monotonic()
+    assert stack.run(run_id)["state"] == "running"  # the dead worker's lease still holds it
+
+    (stack.backend_dir / "gate").touch()  # the next attempt will not wait
+    stack.start_worker("rescuer")
+    final = wait_until(
+        lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
+        LEASE_S + 120,
+        f"run {run_id} to be re-claimed and finished\n{stack.tail()}",
+        every=1.0,
+    )
+    # Not before the lease ran out: nobody may take a run a live lease protects.
+    assert time.monotonic() - killed_at >= LEASE_S - 5
+    assert final["state"] == "passed", final
+    assert final["attempts"] == 2
+    assert final["claimed_by"] is None
+    assert owner
+    engine = make_engine(stack.db_url)
+    with Session(engine) as s:
+        assert s.scalar(select(func.count(Run.id))) == 1
+        # The first attempt's partial results were replaced, not duplicated.
+        assert s.scalar(select(func.count(TestResult.id)).where(TestResult.run_id == run_id)) == 3
+    engine.dispose()
+    # A third delivery of the same task (say, a late redelivery) is a no-op.
+    steps_before = [s["id"] for s in final["steps"]]
+    time.sleep(2)
+    assert [s["id"] for s in stack.run(run_id)["steps"]] == steps_before
