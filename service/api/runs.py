@@ -162,14 +162,13 @@ def step_log(
     session: SessionDep,
     run_id: RunId,
     name: StepName,
-    tail: Annotated[int | None, Query(ge=1, le=100_000, description="Last N lines")] = None,
+    tail: Annotated[
+        int | None,
+        Query(ge=1, le=100_000, description="Last N lines (takes precedence over offset/limit)"),
+    ] = None,
     offset: Annotated[int | None, Query(ge=0, le=2**40, description="First byte")] = None,
     limit: Annotated[int | None, Query(ge=1, le=MAX_LOG_CHUNK, description="Max bytes")] = None,
 ) -> Response:
-    if tail is not None and (offset is not None or limit is not None):
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, "use either tail, or offset/limit, not both"
-        )
     step = q.get_step(session, run_id, name.value)
     if step is None:
         exists = session.scalar(select(Run.id).where(Run.id == run_id)) is not None
@@ -196,6 +195,7 @@ def step_log(
     response_model=RunCreated,
     dependencies=[Depends(require_token)],
     responses={
+        400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "Unknown backend"},
     },
