@@ -1,0 +1,42 @@
+"""torch_openreg: the OpenReg PrivateUse1 backend (device type "openreg").
+
+Importing the package registers everything: the C++ libraries (guard, hooks,
+allocators, kernels) load with `_C`, the PrivateUse1 key is renamed to
+"openreg", `torch.openreg` becomes the device module and the generated
+`Tensor.openreg()` / `Module.openreg()` / `UntypedStorage.openreg()` methods
+appear. With the `torch.backends` entry point, `import torch` does this
+automatically (disable with TORCH_DEVICE_BACKEND_AUTOLOAD=0).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torch_openreg import _compat  # noqa: F401  (fails early on unsupported torch)
+from torch_openreg import _C  # noqa: F401  (loads libtorch_openreg and registers kernels)
+from torch_openreg import openreg as _device_module
+
+_BACKEND = "openreg"
+
+
+def _register() -> None:
+    # Idempotent: both `import torch_openreg` and autoload may get here, and a
+    # second rename_privateuse1_backend would raise.
+    if torch._C._get_privateuse1_backend_name() != _BACKEND:
+        torch.utils.rename_privateuse1_backend(_BACKEND)
+    if getattr(torch, _BACKEND, None) is not _device_module:
+        torch._register_device_module(_BACKEND, _device_module)
+    if not hasattr(torch.Tensor, "is_openreg"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+_register()
+
+
+def _autoload() -> None:
+    """Entry point of the `torch.backends` group: importing did the work."""
+
+
+__all__ = ["_autoload"]

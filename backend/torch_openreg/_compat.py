@@ -1,0 +1,25 @@
+"""Version switches for the torch releases this package supports.
+
+Every branch is annotated `COMPAT(>= X.Y): <upstream change, PR #>` and
+`CAN REMOVE when MIN_SUPPORTED >= X.Y`, like csrc/compat/TorchVersion.h.
+"""
+
+from __future__ import annotations
+
+import torch
+
+MIN_SUPPORTED = (2, 9)
+
+
+def torch_version() -> tuple[int, int]:
+    major, minor = torch.__version__.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+TORCH_VERSION = torch_version()
+
+if TORCH_VERSION < MIN_SUPPORTED:
+    raise ImportError(
+        f"torch_openreg supports torch >= {MIN_SUPPORTED[0]}.{MIN_SUPPORTED[1]}, "
+        f"found {torch.__version__}"
+    )
