@@ -65,7 +65,8 @@ class Recipe:
     build_command: tuple[str, ...]
     test_command: tuple[str, ...]
     timeout_per_test_s: int = 300
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # [build] env
+    test_env: dict[str, str] = field(default_factory=dict)  # [test] env
 
 
 class StepStatus(enum.StrEnum):

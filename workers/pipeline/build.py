@@ -1,0 +1,106 @@
+"""The build step: run a backend's build command against a provisioned torch."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.procs import child_env, run_streaming
+from workers.pipeline.types import Recipe, StepOutcome, StepStatus, TorchEnv
+
+# Two cores are shared by everything on a worker; the backend's own parallelism is capped
+# through the knobs CMake, setuptools and torch.utils.cpp_extension read.
+BUILD_PARALLELISM = "2"
+
+
+def expand(command: tuple[str, ...], **values: str) -> list[str]:
+    """Substitute ``{python}``-style placeholders, leaving other braces alone (a vendor's
+    command may legitimately contain them)."""
+    out = []
+    for part in command:
+        for key, value in values.items():
+            part = part.replace("{" + key + "}", value)
+        out.append(part)
+    return out
+
+
+def build_environ(
+    recipe: Recipe, env: TorchEnv, build_dir: Path, cache_dir: Path | None
+) -> dict[str, str]:
+    overrides = {
+        **recipe.env,
+        "OPENREG_BUILD_DIR": str(build_dir),
+        "CMAKE_BUILD_PARALLEL_LEVEL": BUILD_PARALLELISM,
+        "MAX_JOBS": BUILD_PARALLELISM,
+    }
+    if shutil.which("ninja") and "CMAKE_GENERATOR" not in os.environ:
+        overrides.setdefault("CMAKE_GENERATOR", "Ninja")
+    if shutil.which("ccache"):
+        # CMake >= 3.17 reads these variables, so any CMake-based backend gets ccache.
+        overrides.setdefault("CMAKE_C_COMPILER_LAUNCHER", "ccache")
+        overrides.setdefault("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
+        if cache_dir is not None:
+            overrides.setdefault("CCACHE_DIR", str(cache_dir / "ccache"))
+    return child_env(overrides, pythonpath_front=env.pythonpath)
+
+
+def default_lock_file(source_dir: Path) -> Path:
+    """One lock per source tree: in-tree build artefacts (setuptools' build/, egg-info) make
+    two concurrent builds of one tree corrupt each other even with separate build dirs."""
+    digest = hashlib.sha256(str(source_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"ootci-build-{digest}.lock"
+
+
+def build(
+    recipe: Recipe,
+    env: TorchEnv,
+    build_dir: Path,
+    log: LogSink,
+    *,
+    timeout_s: int,
+    cache_dir: Path | None = None,
+    lock_file: Path | None = None,
+) -> StepOutcome:
+    """Run ``recipe.build_command`` in the backend dir.
+
+    PASSED on exit 0, FAILED on a non-zero exit (a compile error is the backend's or
+    upstream's problem, and the log holds it), ERRORED when it could not run to the end
+    (timeout, missing executable, killed by a signal).
+    """
+    build_dir.mkdir(parents=True, exist_ok=True)
+    command = expand(recipe.build_command, python=str(env.python))
+    environ = build_environ(recipe, env, build_dir, cache_dir)
+    lock_path = lock_file or default_lock_file(recipe.source_dir)
+    log.write(f"ootci: building {recipe.name} against torch {env.version} ({env.spec})")
+    with lock_path.open("a") as lock:
+        # Waiting for the lock is not build time: the timeout starts once we hold it.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = run_streaming(
+            command, cwd=recipe.source_dir, env=environ, log=log, timeout_s=timeout_s
+        )
+    if result.killed_reason is not None:
+        return StepOutcome(StepStatus.ERRORED, result.returncode, result.killed_reason, log.path)
+    if result.returncode == 0:
+        return StepOutcome(StepStatus.PASSED, 0, f"built in {result.duration_s:.1f} s", log.path)
+    if result.start_error is not None:
+        return StepOutcome(
+            StepStatus.ERRORED,
+            result.returncode,
+            f"cannot run {command[0]!r}: {result.start_error}",
+            log.path,
+        )
+    if result.signal_name is not None and result.returncode < 0:
+        return StepOutcome(
+            StepStatus.ERRORED,
+            result.returncode,
+            f"build killed by {result.signal_name}",
+            log.path,
+        )
+    return StepOutcome(
+        StepStatus.FAILED, result.returncode, f"build exited with {result.returncode}", log.path
+    )

@@ -1,0 +1,71 @@
+"""An append-only, line-flushed log for one pipeline step.
+
+Every line reaches the file before the next one is read, so a step that is killed (timeout,
+OOM, a worker restart) leaves a log holding everything it printed up to that moment.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+
+class LogSink:
+    """Writes lines to ``path`` (appending), keeps the last ``tail_lines`` in memory and hands
+    each line to ``on_line`` (e.g. a progress display). Safe to write from several threads:
+    a step's output reader and the step itself both log."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        on_line: Callable[[str], None] | None = None,
+        tail_lines: int = 200,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8", errors="replace")
+        self._on_line = on_line
+        self._tail: deque[str] = deque(maxlen=tail_lines)
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        """Append one line (a trailing newline is dropped, embedded ones split it)."""
+        for part in line.rstrip("\n").split("\n"):
+            with self._lock:
+                if self._file.closed:
+                    raise ValueError(f"log {self.path} is closed")
+                self._file.write(part + "\n")
+                self._file.flush()
+                self._tail.append(part)
+            if self._on_line is not None:
+                self._on_line(part)
+
+    def tail(self, n: int = 50) -> list[str]:
+        """The last ``n`` lines written (at most the buffer's size)."""
+        with self._lock:
+            lines = list(self._tail)
+        return lines[-n:] if n > 0 else []
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> LogSink:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,130 @@
+"""Load a backend's ``ootci.toml``: how ootci builds and tests it.
+
+```toml
+[backend]
+name = "torch_openreg"
+[build]
+command = ["{python}", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "."]
+env = { MAX_JOBS = "2" }              # optional
+[test]
+command = ["{python}", "-m", "pytest", "tests", "--junitxml={junit}"]
+timeout_per_test = 300                # optional, seconds
+env = { OPENREG_STRICT = "1" }        # optional
+```
+Commands run from the backend dir. ``{python}`` becomes the provisioned interpreter and
+``{junit}`` the JUnit XML path. ``[build] env`` becomes ``Recipe.env`` (the build step's),
+``[test] env`` becomes ``Recipe.test_env``: a test switch must not change what gets built.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from workers.pipeline.types import Recipe, RecipeError
+
+RECIPE_FILE = "ootci.toml"
+_KNOWN = {
+    "backend": {"name"},
+    "build": {"command", "env"},
+    "test": {"command", "timeout_per_test", "env"},
+}
+
+
+def load_recipe(backend_dir: Path) -> Recipe:
+    backend_dir = Path(backend_dir)
+    if not backend_dir.is_dir():
+        raise RecipeError(f"backend dir {backend_dir} does not exist")
+    path = backend_dir / RECIPE_FILE
+    if not path.is_file():
+        raise RecipeError(f"{backend_dir} has no {RECIPE_FILE}: ootci needs one to build and test it")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message already carries "(at line L, column C)".
+        raise RecipeError(f"{path}: TOML syntax error: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"{path}: not UTF-8 text: {exc}") from None
+    return _parse(data, path, backend_dir.resolve())
+
+
+def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
+    for table, keys in _KNOWN.items():
+        section = _table(data, table, path)
+        unknown = sorted(set(section) - keys)
+        if unknown:
+            raise RecipeError(
+                f"{path}: unknown key {table}.{unknown[0]} (expected one of: "
+                f"{', '.join(sorted(keys))})"
+            )
+    unknown_tables = sorted(set(data) - set(_KNOWN))
+    if unknown_tables:
+        raise RecipeError(
+            f"{path}: unknown table [{unknown_tables[0]}] (expected [backend], [build], [test])"
+        )
+
+    name = _require(data, "backend", "name", str, path)
+    if not name.strip():
+        raise RecipeError(f"{path}: backend.name must not be empty")
+    build_command = _command(data, "build", path)
+    test_command = _command(data, "test", path)
+
+    timeout = data["test"].get("timeout_per_test", 300)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
+        raise RecipeError(
+            f"{path}: test.timeout_per_test must be a positive integer (seconds), "
+            f"got {timeout!r}"
+        )
+    return Recipe(
+        name=name,
+        source_dir=source_dir,
+        build_command=build_command,
+        test_command=test_command,
+        timeout_per_test_s=timeout,
+        env=_env(data, "build", path),
+        test_env=_env(data, "test", path),
+    )
+
+
+def _table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
+    if table not in data:
+        raise RecipeError(f"{path}: missing table [{table}]")
+    section = data[table]
+    if not isinstance(section, dict):
+        raise RecipeError(f"{path}: {table} must be a table, got {type(section).__name__}")
+    return section
+
+
+def _require(data: dict[str, Any], table: str, key: str, kind: type, path: Path) -> Any:
+    section = data[table]
+    if key not in section:
+        raise RecipeError(f"{path}: missing key {table}.{key}")
+    value = section[key]
+    if not isinstance(value, kind):
+        raise RecipeError(
+            f"{path}: {table}.{key} must be a {kind.__name__}, got {type(value).__name__}"
+        )
+    return value
+
+
+def _command(data: dict[str, Any], table: str, path: Path) -> tuple[str, ...]:
+    command = _require(data, table, "command", list, path)
+    if not command or not all(isinstance(part, str) and part for part in command):
+        raise RecipeError(
+            f"{path}: {table}.command must be a non-empty list of non-empty strings "
+            "(argv, no shell)"
+        )
+    return tuple(command)
+
+
+def _env(data: dict[str, Any], table: str, path: Path) -> dict[str, str]:
+    env = data[table].get("env", {})
+    if not isinstance(env, dict):
+        raise RecipeError(f"{path}: {table}.env must be a table of strings")
+    for key, value in env.items():
+        if not isinstance(value, str):
+            raise RecipeError(
+                f"{path}: {table}.env.{key} must be a string, got {type(value).__name__}"
+            )
+    return dict(env)
