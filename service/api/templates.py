@@ -67,7 +67,7 @@ def test_url(context: dict[str, Any], nodeid: str) -> str:
     """A test's history page. The nodeid goes in the query string, percent-encoded, because
     parametrised ids hold characters ('?', '#', '[', spaces) a path cannot carry verbatim."""
     request: Request = context["request"]
-    return str(request.url_for("tests").include_query_params(nodeid=nodeid))
+    return str(request.url_for("dash_tests").include_query_params(nodeid=nodeid))
 
 
 templates = Jinja2Templates(directory=str(TEMPLATE_DIR))

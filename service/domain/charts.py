@@ -28,16 +28,14 @@ class Series:
 
 
 def _nice_max(value: float) -> float:
-    """The smallest 1/2/5 x 10^n at or above ``value`` (at least 1), for round gridlines."""
-    if value <= 1:
-        return 1.0
-    magnitude = 1.0
-    while magnitude * 10 <= value:
-        magnitude *= 10
-    for step in (1, 2, 5, 10):
-        if step * magnitude >= value:
-            return step * magnitude
-    return 10 * magnitude
+    """An axis top at or above ``value`` that splits into four whole-number gridlines:
+    the charts count breakages and runs, and a "3.75 breakages" tick would be nonsense."""
+    if value <= 4:
+        return 4.0
+    step = 1.0
+    while step * 4 < value:
+        step = step * 2.5 if str(int(step)).startswith("2") else step * 2
+    return step * 4
 
 
 def _fmt(value: float, percent: bool) -> str:

@@ -56,7 +56,7 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
     ids = list(run_ids)
     for run_id, name, status in session.execute(
         select(Step.run_id, Step.name, Step.status).where(Step.run_id.in_(ids)).order_by(Step.id)
-    ).tuples():
+    ):
         facts.steps[run_id][name] = status  # later attempts overwrite earlier ones
     for run_id, stage, category, subtype, nodeid, line in session.execute(
         select(
@@ -69,19 +69,19 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
         )
         .where(Failure.run_id.in_(ids))
         .order_by(Failure.id)
-    ).tuples():
+    ):
         facts.failures[run_id].append((stage, category, subtype, nodeid, line or ""))
     for run_id, suite, outcome, n in session.execute(
         select(TestResult.run_id, TestResult.suite, TestResult.outcome, func.count())
         .where(TestResult.run_id.in_(ids))
         .group_by(TestResult.run_id, TestResult.suite, TestResult.outcome)
-    ).tuples():
+    ):
         facts.suite_counts[run_id][suite][outcome] = int(n)
     for run_id, nodeid, suite in session.execute(
         select(TestResult.run_id, TestResult.nodeid, TestResult.suite).where(
             TestResult.run_id.in_(ids), TestResult.outcome.in_(("failed", "error", "crashed"))
         )
-    ).tuples():
+    ):
         facts.suite_of[run_id][nodeid] = suite
     return facts
 
@@ -94,7 +94,7 @@ def active_runs(session: Session, *, limit: int = 10) -> list[tuple[Run, str]]:
         .where(Run.state.in_(("queued", "running")))
         .order_by(Run.created_at.desc())
         .limit(limit)
-    ).tuples()
+    )
     return list(rows)
 
 
@@ -110,7 +110,7 @@ def target_labels(session: Session, run_ids: Collection[int]) -> dict[int, str]:
         select(Run.id, Run.torch_spec, TorchBuild)
         .outerjoin(TorchBuild, TorchBuild.id == Run.torch_build_id)
         .where(Run.id.in_(list(run_ids)))
-    ).tuples():
+    ):
         out[run_id] = build.label if build is not None else spec
     return out
 
@@ -168,7 +168,7 @@ def history_of_test(
         )
         for run_id, name, spec, build, created, outcome, duration, message in session.execute(
             stmt
-        ).tuples()
+        )
     ]
 
 
@@ -262,7 +262,7 @@ def search(session: Session, q: str, *, limit: int = 50) -> SearchResults:
         )
         .order_by(Failure.id.desc())
         .limit(limit)
-    ).tuples()
+    )
     breakages = list(
         session.scalars(
             select(Breakage)
@@ -319,13 +319,13 @@ def trends(session: Session, *, weeks: int = 26) -> Trends:
     resolved = [0] * weeks
     for (first_seen,) in session.execute(
         select(Breakage.first_seen_at).where(Breakage.first_seen_at >= start_at)
-    ).tuples():
+    ):
         i = index.get(_monday(first_seen))
         if i is not None:
             opened[i] += 1
     for (resolved_at,) in session.execute(
         select(Breakage.resolved_at).where(Breakage.resolved_at >= start_at)
-    ).tuples():
+    ):
         i = index.get(_monday(resolved_at))
         if i is not None:
             resolved[i] += 1
@@ -336,7 +336,7 @@ def trends(session: Session, *, weeks: int = 26) -> Trends:
         select(Backend.name, Run.state, Run.created_at)
         .join(Backend, Backend.id == Run.backend_id)
         .where(Run.created_at >= start_at, Run.state.in_(FINISHED))
-    ).tuples():
+    ):
         i = index.get(_monday(created))
         if i is None:
             continue

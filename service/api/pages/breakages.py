@@ -21,7 +21,7 @@ PER_PAGE = 50
 Choice = Annotated[str | None, Query(max_length=100, pattern=r"^[^\x00]*$")]
 
 
-@router.get("/breakages", response_class=HTMLResponse, name="breakages")
+@router.get("/breakages", response_class=HTMLResponse, name="dash_breakages")
 def breakages_page(
     request: Request,
     session: SessionDep,
@@ -49,7 +49,7 @@ def breakages_page(
     })
 
 
-@router.get("/breakages/{breakage_id}", response_class=HTMLResponse, name="breakage")
+@router.get("/breakages/{breakage_id}", response_class=HTMLResponse, name="dash_breakage")
 def breakage_page(
     request: Request, session: SessionDep, ctx: ContextDep, breakage_id: BreakageId
 ) -> HTMLResponse:

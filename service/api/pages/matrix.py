@@ -88,7 +88,7 @@ def mark_changes(rows: list[Row], columns: list[tuple[str, str]]) -> list[Row]:
     return out
 
 
-@router.get("/", response_class=HTMLResponse, name="matrix")
+@router.get("/", response_class=HTMLResponse, name="dash_matrix")
 def matrix_page(
     request: Request,
     session: SessionDep,

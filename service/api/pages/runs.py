@@ -63,7 +63,7 @@ def evidence(failure: Failure) -> dict[str, Any]:
     }
 
 
-@router.get("/runs/{run_id}", response_class=HTMLResponse, name="run")
+@router.get("/runs/{run_id}", response_class=HTMLResponse, name="dash_run")
 def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLResponse:
     run = run_queries.get_run(session, run_id)
     if run is None:
@@ -94,7 +94,7 @@ def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLRespon
     })
 
 
-@router.get("/runs/{run_id}/status.json", name="run_status")
+@router.get("/runs/{run_id}/status.json", name="dash_run_status")
 def run_status(session: SessionDep, run_id: RunId) -> JSONResponse:
     """What the live run page polls: cheap (no logs, no results) and never cached."""
     run = run_queries.get_run(session, run_id)
@@ -114,7 +114,7 @@ def run_status(session: SessionDep, run_id: RunId) -> JSONResponse:
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
 
-@router.get("/runs/{run_id}/steps/{name}/log", response_class=HTMLResponse, name="step_log")
+@router.get("/runs/{run_id}/steps/{name}/log", response_class=HTMLResponse, name="dash_step_log")
 def step_log(
     request: Request,
     session: SessionDep,

@@ -16,7 +16,7 @@ router = APIRouter()
 MIN_QUERY = 2
 
 
-@router.get("/search", response_class=HTMLResponse, name="search")
+@router.get("/search", response_class=HTMLResponse, name="dash_search")
 def search_page(
     request: Request,
     session: SessionDep,

@@ -34,7 +34,7 @@ def _history(request: Request, session: SessionDep, nodeid: str, last: int) -> H
     }, 200 if entries else 404)
 
 
-@router.get("/tests", response_class=HTMLResponse, name="tests")
+@router.get("/tests", response_class=HTMLResponse, name="dash_tests")
 def tests_page(
     request: Request, session: SessionDep, nodeid: NodeidQuery = None, q: NodeidQuery = None,
     last: Last = 60,
@@ -50,7 +50,7 @@ def tests_page(
     })
 
 
-@router.get("/tests/{nodeid:path}", response_class=HTMLResponse, name="test_history")
+@router.get("/tests/{nodeid:path}", response_class=HTMLResponse, name="dash_test_history")
 def test_history_page(
     request: Request, session: SessionDep, nodeid: str, last: Last = 60
 ) -> HTMLResponse:

@@ -15,7 +15,7 @@ from service.queries import dashboard
 router = APIRouter()
 
 
-@router.get("/trends", response_class=HTMLResponse, name="trends")
+@router.get("/trends", response_class=HTMLResponse, name="dash_trends")
 def trends_page(
     request: Request, session: SessionDep, weeks: Annotated[int, Query(ge=2, le=104)] = 26
 ) -> HTMLResponse:
