@@ -1,0 +1,27 @@
+#pragma once
+
+// Kernel submission: every native kernel is a host closure run by
+// orLaunchKernel on the worker thread of the current openreg stream, the only
+// place where device memory is readable.
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+
+namespace openreg::native {
+
+// The body must capture host values only (raw device pointers, sizes, strides,
+// scalars), never a Tensor: it runs later on another thread, and dropping the
+// last reference there would free device memory from inside a kernel. As with
+// CUDA, a tensor freed on the host after the launch is only reused by work
+// ordered after this kernel on the same stream.
+void launch_kernel(c10::DeviceIndex device, std::function<void()> body);
+
+// Inside a kernel: runs fn over [0, n) in up to two chunks, the second on an
+// inter-op pool thread, because torch's own CPU kernels use both cores and a
+// single-threaded device would lose to them on every large elementwise op.
+void parallel_range(int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t)>& fn);
+
+} // namespace openreg::native
