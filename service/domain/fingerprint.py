@@ -62,10 +62,7 @@ def signature(rule: str, captures: Mapping[str, str], line: str) -> str:
         for k, v in captures.items()
         if k not in LOCATION_CAPTURES
     )
-    if groupable:
-        body = "\n".join(f"{k}={v}" for k, v in groupable)
-    else:
-        body = mask(line)
+    body = "\n".join(f"{k}={v}" for k, v in groupable) if groupable else mask(line)
     return f"v{FINGERPRINT_VERSION}\n{rule}\n{body}"
 
 

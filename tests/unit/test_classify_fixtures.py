@@ -1,0 +1,86 @@
+"""The classifier against real logs of real breakages (tests/fixtures/logs/*.log).
+
+``UPDATE_FIXTURES=1 pytest tests/unit/test_classify_fixtures.py`` re-blesses the expected
+headers from the classifier's current answers (review the diff).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.domain.classify import classify_log
+from service.domain.classify.engine import clean_line
+from service.domain.fingerprint import LOCATION_CAPTURES
+from service.domain.verdict import Stage
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+_spec = importlib.util.spec_from_file_location("ootci_golden_logs", FIXTURES / "golden.py")
+assert _spec is not None and _spec.loader is not None
+golden = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = golden
+_spec.loader.exec_module(golden)
+
+GOLDENS = golden.all_goldens()
+UPDATE = os.environ.get("UPDATE_FIXTURES") == "1"
+
+# Lines that say only "something failed": never an acceptable answer when a log has more.
+GENERIC = re.compile(
+    r"ninja: build stopped|\[?exit code -?\d+\]?|error: command .*failed|"
+    r"^FAILED: |Configuring incomplete|returned non-zero exit status|^Traceback"
+)
+
+
+def test_the_corpus_covers_the_taxonomy() -> None:
+    subtypes = {g.expect["subtype"] for g in GOLDENS}
+    wanted = {"signature-changed", "symbol-removed", "symbol-renamed", "header-moved",
+              "link-abi", "new-pure-virtual", "new-dtype-check", "new-hook-required",
+              "test-regression", "crash", "language-standard", "pip-resolve", "network",
+              "disk", "timeout", "killed"}
+    assert wanted <= subtypes, f"no golden log for {sorted(wanted - subtypes)}"
+    assert {g.expect["stage"] for g in GOLDENS} == {s.value for s in Stage}
+
+
+@pytest.mark.parametrize("case", GOLDENS, ids=[g.name for g in GOLDENS])
+def test_golden_log(case: golden.Golden) -> None:
+    finding = classify_log(case.body, Stage(case.expect["stage"]))
+    assert finding is not None, f"{case.name}: no rule matched"
+
+    if UPDATE:
+        case.expect.update(category=finding.category.value, subtype=finding.subtype.value,
+                           rule=finding.rule)
+        case.captures = {k: v for k, v in finding.captures.items()
+                         if k not in LOCATION_CAPTURES}
+        case.path.write_text(case.render(), encoding="utf-8")
+        return
+
+    got = (finding.category.value, finding.subtype.value, finding.rule)
+    want = (case.expect["category"], case.expect["subtype"], case.expect["rule"])
+    assert got == want, f"{case.name}: decisive line {finding.line_number}: {finding.line}"
+    for key, value in case.captures.items():
+        assert finding.captures.get(key) == value, f"{case.name}: capture {key}"
+
+    # The evidence is a specific line and points at the right place in the log.
+    assert not GENERIC.search(finding.line), finding.line
+    body_lines = case.body.split("\n")
+    assert clean_line(body_lines[finding.line_number - 1]) == finding.line
+    assert finding.fingerprint and finding.fingerprint_version == 1
+
+
+@pytest.mark.parametrize("case", GOLDENS, ids=[g.name for g in GOLDENS])
+def test_golden_log_survives_noise_and_crlf(case: golden.Golden) -> None:
+    """The same log inside a longer, Windows-line-ended, progress-bar-ridden transcript
+    gives the same verdict and fingerprint (the decisive line only moves)."""
+    stage = Stage(case.expect["stage"])
+    plain = classify_log(case.body, stage)
+    noise = "".join(f"[{i}/900] Building CXX object noise_{i}.cpp.o\r\n" for i in range(300))
+    noise += "Downloading torch 10%\r 50%\r100%\r\n"
+    noisy = classify_log(noise + case.body.replace("\n", "\r\n"), stage)
+    assert plain is not None and noisy is not None
+    assert (noisy.rule, noisy.fingerprint) == (plain.rule, plain.fingerprint)
+    assert noisy.line_number == plain.line_number + 301
