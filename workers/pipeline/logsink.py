@@ -31,6 +31,7 @@ class LogSink:
         self._on_line = on_line
         self._tail: deque[str] = deque(maxlen=tail_lines)
         self._lock = threading.Lock()
+        self.lines_written = 0
 
     def write(self, line: str) -> None:
         """Append one line (a trailing newline is dropped, embedded ones split it)."""
@@ -41,6 +42,7 @@ class LogSink:
                 self._file.write(part + "\n")
                 self._file.flush()
                 self._tail.append(part)
+                self.lines_written += 1
             if self._on_line is not None:
                 self._on_line(part)
 

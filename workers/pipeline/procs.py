@@ -8,6 +8,7 @@ on a timeout or when a watchdog says so, and the result says which of those happ
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -150,10 +151,8 @@ def run_streaming(
     reader.join(_READER_DRAIN_S)
     if reader.is_alive():
         # A daemon the command left behind keeps the pipe open; it belongs to this step.
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         reader.join(_READER_DRAIN_S)
     returncode = proc.wait()
     return ProcResult(returncode, time.monotonic() - start, reason)

@@ -1,0 +1,421 @@
+"""The test step: run a backend's pytest suite with crash isolation.
+
+Our plugin (``pytest_plugin/ootci_pytest_plugin.py``) writes a ``started`` line before each
+test and a ``finished`` line after it to ``<work_dir>/results.jsonl``. When pytest dies (a
+segfault in the backend, an abort, a per-test timeout) the test that started and never
+finished is the one that killed it: it is recorded as ``crashed`` and pytest is started
+again with every recorded test deselected, so one bad kernel costs one result, not the
+suite. Failures are then rerun once in a fresh process; a pass there makes them ``flaky``.
+
+The JSONL, not the JUnit XML, is the source of truth: it survives the crash. JUnit files are
+still written by pytest for humans and other tools: ``junit.xml`` for the first run,
+``junit.<n>.xml`` for restart n, ``junit.rerun.xml`` for the rerun of failures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workers.pipeline.build import expand
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.procs import ProcResult, child_env, describe_signal, run_streaming
+from workers.pipeline.pytest_plugin import PLUGIN_DIR, PLUGIN_MODULE
+from workers.pipeline.types import (
+    Recipe,
+    StepOutcome,
+    StepStatus,
+    TestRecord,
+    TestRunOutcome,
+    TorchEnv,
+)
+
+RESULTS_FILE = "results.jsonl"
+# pytest exit codes (pytest.ExitCode) that mean "the suite ran".
+_RAN = {0, 1}
+_NO_TESTS = 5
+_TIMEOUT_BANNER = re.compile(r"^\++ Timeout \++$")
+# Node ids of records that belong to no test: pytest died outside any test.
+COLLECTION_NODEID = "<collection>"
+SESSION_EXIT_NODEID = "<session exit>"
+_FAILING = {"failed", "error", "crashed"}
+# How much of the dying process's output a crash record keeps (faulthandler's traceback,
+# pytest-timeout's stack dump).
+_DETAIL_LINES = 80
+
+
+@dataclass
+class _Attempt:
+    """What one pytest process did: its exit, its JSONL events, the log tail it left."""
+
+    proc: ProcResult
+    tail: list[str]
+    # True when ootci's own per-test watchdog killed it.
+    watchdog_fired: bool = False
+    finished: dict[str, dict[str, Any]] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
+    session_finished: bool = False
+
+    @property
+    def unfinished(self) -> str | None:
+        pending = [n for n in self.started if n not in self.finished]
+        return pending[-1] if pending else None
+
+
+class _ResultsFile:
+    """Reads the JSONL incrementally; the per-test watchdog polls it while pytest runs."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+
+    def new_events(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        *lines, self._partial = data.split(b"\n")
+        events = []
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue  # a line torn by a kill mid-write is not an event
+        return events
+
+
+class _Watchdog:
+    """Kills pytest when one test outlives its deadline, whatever that test is doing.
+
+    pytest-timeout (thread method) usually fires first and dumps the stacks; this is the
+    backstop for when it is not installed or cannot run (a C++ loop holding the GIL)."""
+
+    def __init__(self, results: _ResultsFile, attempt: int, limit_s: float, label: str) -> None:
+        self._results = results
+        self._attempt = attempt
+        self._limit_s = limit_s
+        self._label = label
+        self.events: list[dict[str, Any]] = []
+        self._current: tuple[str, float] | None = None
+        self.fired_on: str | None = None
+
+    def __call__(self) -> str | None:
+        for event in self._results.new_events():
+            if event.get("attempt") != self._attempt:
+                continue
+            self.events.append(event)
+            if event.get("event") == "started":
+                self._current = (event["nodeid"], time.monotonic())
+            elif (
+                event.get("event") == "finished"
+                and self._current is not None
+                and (event.get("nodeid") == self._current[0])
+            ):
+                self._current = None
+        if self._current is not None and time.monotonic() - self._current[1] > self._limit_s:
+            self.fired_on = self._current[0]
+            return self._label
+        return None
+
+
+def _plugin_environ(
+    recipe: Recipe,
+    env: TorchEnv,
+    results: Path,
+    attempt: int,
+    timeout_args: list[str],
+    build_dir: Path | None,
+    id_files: dict[str, Path],
+) -> dict[str, str]:
+    addopts = " ".join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors", *timeout_args])
+    overrides = {
+        **recipe.test_env,
+        "OOTCI_RESULTS": str(results),
+        "OOTCI_ATTEMPT": str(attempt),
+        "PYTHONFAULTHANDLER": "1",
+        "PYTHONUNBUFFERED": "1",
+        **{name: str(path) for name, path in id_files.items()},
+    }
+    if build_dir is not None:
+        overrides["OPENREG_BUILD_DIR"] = str(build_dir)
+    existing = recipe.test_env.get("PYTEST_ADDOPTS", os.environ.get("PYTEST_ADDOPTS", ""))
+    # PYTEST_ADDOPTS, not argv: it reaches pytest even through a vendor's wrapper script.
+    overrides["PYTEST_ADDOPTS"] = f"{existing} {addopts}".strip()
+    environ = child_env(overrides, pythonpath_front=[*env.pythonpath, PLUGIN_DIR])
+    for name in ("OOTCI_DESELECT", "OOTCI_SELECT"):
+        if name not in id_files:
+            environ.pop(name, None)
+    return environ
+
+
+def has_module(env: TorchEnv, module: str) -> bool:
+    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout)."""
+    import subprocess
+
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    proc = subprocess.run(
+        [str(env.python), "-c", probe],
+        env=child_env({}, pythonpath_front=env.pythonpath),
+        capture_output=True,
+        timeout=120,
+    )
+    return proc.returncode == 0
+
+
+def _write_ids(path: Path, nodeids: Iterable[str]) -> Path:
+    path.write_text("".join(f"{n}\n" for n in nodeids), encoding="utf-8")
+    return path
+
+
+def _record(event: dict[str, Any]) -> TestRecord:
+    return TestRecord(
+        nodeid=str(event["nodeid"]),
+        outcome=str(event["outcome"]),
+        duration_s=event.get("duration"),
+        message=event.get("message"),
+        details=event.get("longrepr"),
+    )
+
+
+def _crash_message(attempt: _Attempt, per_test_s: int) -> str:
+    proc = attempt.proc
+    if attempt.watchdog_fired:
+        return f"timed out after {per_test_s} s (killed by ootci)"
+    if any(_TIMEOUT_BANNER.match(line.strip()) for line in attempt.tail):
+        return f"timed out after {per_test_s} s"
+    if proc.killed_reason is not None:
+        return proc.killed_reason
+    return describe_signal(proc.returncode) or f"pytest exited with code {proc.returncode}"
+
+
+class _Runner:
+    def __init__(
+        self,
+        recipe: Recipe,
+        env: TorchEnv,
+        work_dir: Path,
+        log: LogSink,
+        *,
+        timeout_s: int,
+        per_test_s: int,
+        timeout_args: list[str],
+        build_dir: Path | None,
+    ) -> None:
+        self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
+        self.per_test_s = per_test_s
+        self.timeout_args = timeout_args
+        self.build_dir = build_dir
+        self.deadline = time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
+        self.results_path = work_dir / RESULTS_FILE
+        self.results = _ResultsFile(self.results_path)
+        self.attempt = 0
+        self.step_killed: str | None = None
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def run(
+        self, junit: Path, *, deselect: Iterable[str] = (), select: Iterable[str] | None = None
+    ) -> _Attempt:
+        attempt = self.attempt
+        self.attempt += 1
+        id_files = {}
+        if deselect:
+            id_files["OOTCI_DESELECT"] = _write_ids(
+                self.work_dir / f"deselect.{attempt}.txt", deselect
+            )
+        if select is not None:
+            id_files["OOTCI_SELECT"] = _write_ids(self.work_dir / f"select.{attempt}.txt", select)
+        environ = _plugin_environ(
+            self.recipe,
+            self.env,
+            self.results_path,
+            attempt,
+            self.timeout_args,
+            self.build_dir,
+            id_files,
+        )
+        command = expand(self.recipe.test_command, python=str(self.env.python), junit=str(junit))
+        # Grace beyond the per-test limit so pytest-timeout, which dumps stacks, fires first.
+        watchdog = _Watchdog(
+            self.results,
+            attempt,
+            self.per_test_s + max(5.0, self.per_test_s * 0.25),
+            f"a test ran longer than {self.per_test_s} s",
+        )
+        self.log.write(f"ootci: pytest run {attempt} ({junit.name})")
+        first_line = self.log.lines_written
+        proc = run_streaming(
+            command,
+            cwd=self.recipe.source_dir,
+            env=environ,
+            log=self.log,
+            timeout_s=max(self.remaining_s(), 1.0),
+            watchdog=watchdog,
+        )
+        if proc.killed_reason is not None and watchdog.fired_on is None:
+            self.step_killed = f"timed out after {self.timeout_s} s"
+        watchdog()  # drain what was written after the last poll
+        state = _Attempt(
+            proc, self.log.tail(self.log.lines_written - first_line), watchdog.fired_on is not None
+        )
+        for event in watchdog.events:
+            kind = event.get("event")
+            if kind == "started":
+                state.started.append(event["nodeid"])
+            elif kind == "finished":
+                state.finished.setdefault(event["nodeid"], event)
+            elif kind == "session_finished":
+                state.session_finished = True
+        return state
+
+
+def run_tests(
+    recipe: Recipe,
+    env: TorchEnv,
+    work_dir: Path,
+    log: LogSink,
+    *,
+    timeout_s: int,
+    per_test_timeout_s: int,
+    rerun_failures: bool = True,
+    build_dir: Path | None = None,
+) -> TestRunOutcome:
+    """Run the backend's suite; see the module docstring.
+
+    The per-test limit is the smaller of the recipe's ``timeout_per_test`` and
+    ``per_test_timeout_s`` (the operator's cap). ``build_dir``, when given, is exported as
+    $OPENREG_BUILD_DIR like in the build step, for backends that load what they built from
+    there instead of installing it.
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
+    results_path = work_dir / RESULTS_FILE
+    results_path.unlink(missing_ok=True)
+    per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
+    timeout_args: list[str] = []
+    if has_module(env, "pytest_timeout"):
+        timeout_args = [f"--timeout={per_test_s}", "--timeout-method=thread"]
+    else:
+        log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
+    runner = _Runner(
+        recipe,
+        env,
+        work_dir,
+        log,
+        timeout_s=timeout_s,
+        per_test_s=per_test_s,
+        timeout_args=timeout_args,
+        build_dir=build_dir,
+    )
+    records: dict[str, TestRecord] = {}
+    first: ProcResult | None = None
+    problem: str | None = None  # why the step could not run the suite to the end
+
+    while True:
+        junit = work_dir / ("junit.xml" if runner.attempt == 0 else f"junit.{runner.attempt}.xml")
+        state = runner.run(junit, deselect=list(records))
+        proc, tail = state.proc, state.tail
+        first = first or proc
+        new = 0
+        for nodeid, event in state.finished.items():
+            if nodeid not in records:
+                records[nodeid] = _record(event)
+                new += 1
+        crashed = state.unfinished
+        if crashed is not None:
+            records[crashed] = TestRecord(
+                nodeid=crashed,
+                outcome="crashed",
+                message=_crash_message(state, per_test_s),
+                details="\n".join(tail[-_DETAIL_LINES:]),
+            )
+            log.write(f"ootci: {crashed} crashed: {records[crashed].message}")
+            if runner.step_killed is not None:
+                problem = runner.step_killed
+                break
+            if runner.remaining_s() <= 0:
+                problem = f"timed out after {timeout_s} s"
+                break
+            continue  # restart without everything recorded so far
+        if runner.step_killed is not None:
+            problem = runner.step_killed
+            break
+        signal_text = describe_signal(proc.returncode)
+        if signal_text is not None:
+            # Died outside any test: while collecting, or after the last one (exit-time
+            # teardown of a backend is a real bug too).
+            nodeid = SESSION_EXIT_NODEID if state.session_finished else COLLECTION_NODEID
+            records[nodeid] = TestRecord(
+                nodeid=nodeid,
+                outcome="crashed",
+                message=signal_text,
+                details="\n".join(tail[-_DETAIL_LINES:]),
+            )
+            break
+        if proc.returncode not in _RAN | {_NO_TESTS} and new == 0:
+            problem = (
+                proc.start_error
+                or f"pytest exited with code {proc.returncode} without running tests"
+            )
+        break
+
+    if rerun_failures and problem is None:
+        _rerun_failures(runner, records, log)
+
+    results = tuple(records.values())
+    status, summary = _verdict(results, problem, no_tests=not results)
+    return TestRunOutcome(
+        step=StepOutcome(status, first.returncode if first else None, summary, log.path),
+        results=results,
+    )
+
+
+def _rerun_failures(runner: _Runner, records: dict[str, TestRecord], log: LogSink) -> None:
+    failed = [n for n, r in records.items() if r.outcome == "failed"]
+    if not failed or runner.remaining_s() <= 0:
+        return
+    log.write(f"ootci: rerunning {len(failed)} failed test(s) in a fresh process")
+    state = runner.run(runner.work_dir / "junit.rerun.xml", select=failed)
+    for nodeid in failed:
+        event = state.finished.get(nodeid)
+        if event is not None and event.get("outcome") == "passed":
+            first = records[nodeid]
+            records[nodeid] = TestRecord(
+                nodeid=nodeid,
+                outcome="flaky",
+                duration_s=first.duration_s,
+                message=f"passed on rerun; first run: {first.message}",
+                details=first.details,
+            )
+    code = state.proc.returncode
+    if code not in _RAN:
+        log.write(f"ootci: the rerun ended with {describe_signal(code) or code}")
+
+
+def _verdict(
+    results: tuple[TestRecord, ...], problem: str | None, *, no_tests: bool
+) -> tuple[StepStatus, str]:
+    counts: dict[str, int] = {}
+    for record in results:
+        counts[record.outcome] = counts.get(record.outcome, 0) + 1
+    order = ["passed", "failed", "error", "crashed", "flaky", "skipped"]
+    summary = ", ".join(f"{counts[o]} {o}" for o in order if counts.get(o))
+    if problem is not None:
+        return StepStatus.ERRORED, f"{problem}; {summary}" if summary else problem
+    if no_tests:
+        return StepStatus.FAILED, "no tests were collected"
+    if any(counts.get(o) for o in _FAILING):
+        return StepStatus.FAILED, summary
+    return StepStatus.PASSED, summary
