@@ -6,7 +6,6 @@ headers from the classifier's current answers (review the diff).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
@@ -19,12 +18,8 @@ from service.domain.classify.engine import clean_line
 from service.domain.fingerprint import LOCATION_CAPTURES
 from service.domain.verdict import Stage
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-_spec = importlib.util.spec_from_file_location("ootci_golden_logs", FIXTURES / "golden.py")
-assert _spec is not None and _spec.loader is not None
-golden = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = golden
-_spec.loader.exec_module(golden)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "logs"))
+import golden_logs as golden  # noqa: E402
 
 GOLDENS = golden.all_goldens()
 UPDATE = os.environ.get("UPDATE_FIXTURES") == "1"
