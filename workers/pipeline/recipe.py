@@ -38,7 +38,9 @@ def load_recipe(backend_dir: Path) -> Recipe:
         raise RecipeError(f"backend dir {backend_dir} does not exist")
     path = backend_dir / RECIPE_FILE
     if not path.is_file():
-        raise RecipeError(f"{backend_dir} has no {RECIPE_FILE}: ootci needs one to build and test it")
+        raise RecipeError(
+            f"{backend_dir} has no {RECIPE_FILE}: ootci needs one to build and test it"
+        )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -73,8 +75,7 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
     timeout = data["test"].get("timeout_per_test", 300)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
         raise RecipeError(
-            f"{path}: test.timeout_per_test must be a positive integer (seconds), "
-            f"got {timeout!r}"
+            f"{path}: test.timeout_per_test must be a positive integer (seconds), got {timeout!r}"
         )
     return Recipe(
         name=name,
