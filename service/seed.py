@@ -297,7 +297,7 @@ class _Ids:
     torch: int = 0
 
     def next(self, name: str) -> int:
-        value = getattr(self, name) + 1
+        value = int(getattr(self, name)) + 1
         setattr(self, name, value)
         return value
 
@@ -389,10 +389,10 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
 
                 def step(name: str, status: str, seconds: float, log: bytes | None,
                          exit_code: int | None, summary: str | None = None,
-                         _run_id: int = run_id) -> None:
+                         _run_id: int = run_id, _rows: Rows = rows) -> None:
                     nonlocal t
                     finished = status not in ("running", "pending", "skipped")
-                    rows.steps.append(dict(
+                    _rows.steps.append(dict(
                         id=ids.next("step"), run_id=_run_id, name=name, status=status,
                         started_at=t if status != "pending" and status != "skipped" else None,
                         finished_at=t + dt.timedelta(seconds=seconds) if finished else None,
@@ -469,8 +469,8 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                                 failures.append((kind, "test", nid, where[nid], lines))
 
                 # Classified failures, attached to their breakages.
-                for kind, step_name, nid, line_no, lines in failures:
-                    fp = _sha("fp", kind.name, nid or "")[:16]
+                for kind, step_name, failed_id, line_no, lines in failures:
+                    fp = _sha("fp", kind.name, failed_id or "")[:16]
                     key = (backend, fp)
                     b = breakages.get(key)
                     if kind.category in NOT_A_BREAKAGE:
@@ -480,7 +480,7 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                             id=ids.next("breakage"), backend_id=backend_ids[backend],
                             fingerprint=fp + f"-{len(all_breakages)}", fingerprint_version=1,
                             category=kind.category, subtype=kind.subtype,
-                            title=_title(kind, nid),
+                            title=_title(kind, failed_id),
                             captures=dict(kind.captures), status="open",
                             first_seen_run_id=run_id, last_seen_run_id=run_id,
                             first_seen_at=created, last_seen_at=created, occurrences=1,
@@ -505,7 +505,7 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                               else kind.explanation)
                     pending_failures.append(dict(
                         id=ids.next("failure"), run_id=run_id, step_name=step_name,
-                        stage=kind.stage, nodeid=nid, line=kind.line, line_no=line_no,
+                        stage=kind.stage, nodeid=failed_id, line=kind.line, line_no=line_no,
                         captures=dict(kind.captures), category=kind.category,
                         subtype=kind.subtype, rule=kind.rule,
                         fingerprint=b["fingerprint"] if b else fp,

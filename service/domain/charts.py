@@ -156,6 +156,24 @@ def bar_chart(
     return "\n".join(out)
 
 
+Point = tuple[float, float, float, str]  # x, y, value, label
+
+
+def _segments(points: Sequence[Point | None]) -> list[list[Point]]:
+    """Runs of consecutive points with data; a gap (None) ends a segment. A lone point
+    gets no line (its marker still shows it)."""
+    out: list[list[Point]] = []
+    current: list[Point] = []
+    for point in [*points, None]:
+        if point is None:
+            if len(current) > 1:
+                out.append(current)
+            current = []
+        else:
+            current.append(point)
+    return out
+
+
 def line_chart(
     labels: Sequence[str],
     series: Sequence[Series],
@@ -181,26 +199,19 @@ def line_chart(
     out += _axes(labels, top, percent, slot)
     for si, s in enumerate(series):
         colour = COLOURS[si % len(COLOURS)]
-        dash = DASHES[si % len(DASHES)]
-        segment: list[str] = []
-        points: list[tuple[float, float, float, str]] = []
-
-        def flush() -> None:
-            if len(segment) > 1:
-                out.append(f'<polyline points="{" ".join(segment)}" fill="none" '
-                           f'stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>')
-            segment.clear()
-
-        for i, v in enumerate(s.values):
-            if v is None:
-                flush()
+        points = [
+            None if v is None else
+            (LEFT + slot * (i + 0.5), TOP + plot_h - plot_h * min(v, top) / top, v, labels[i])
+            for i, v in enumerate(s.values)
+        ]
+        for segment in _segments(points):
+            coords = " ".join(f"{x:.1f},{y:.1f}" for x, y, _v, _l in segment)
+            out.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" '
+                       f'stroke-width="2" stroke-dasharray="{DASHES[si % len(DASHES)]}"/>')
+        for point in points:
+            if point is None:
                 continue
-            x = LEFT + slot * (i + 0.5)
-            y = TOP + plot_h - plot_h * min(v, top) / top
-            segment.append(f"{x:.1f},{y:.1f}")
-            points.append((x, y, v, labels[i]))
-        flush()
-        for x, y, v, label in points:
+            x, y, v, label = point
             out.append(f"<g>{_marker(si, x, y, colour)}"
                        f"<title>{escape(f'{s.name}, week of {label}: {_fmt(v, percent)}')}"
                        f"</title></g>")

@@ -326,7 +326,7 @@ def trends(session: Session, *, weeks: int = 26) -> Trends:
     for (resolved_at,) in session.execute(
         select(Breakage.resolved_at).where(Breakage.resolved_at >= start_at)
     ):
-        i = index.get(_monday(resolved_at))
+        i = index.get(_monday(resolved_at)) if resolved_at is not None else None
         if i is not None:
             resolved[i] += 1
 

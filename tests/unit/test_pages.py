@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
