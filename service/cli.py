@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from service.cli_corpus import corpus_app, mutants_app
+
 app = typer.Typer(
     name="ootci",
     help="Nightly upstream-compatibility CI for PyTorch's PrivateUse1 backends.",
@@ -325,6 +327,10 @@ def beat(ctx: typer.Context) -> None:
     from workers.celery_app import run_beat
 
     run_beat(ctx.args)
+
+
+app.add_typer(mutants_app, name="mutants")
+app.command("corpus")(corpus_app)
 
 
 def main() -> None:
