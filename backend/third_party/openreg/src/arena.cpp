@@ -19,6 +19,10 @@ Arena::Arena(std::size_t capacity) {
   if (p == MAP_FAILED) return;
   base_ = static_cast<std::byte*>(p);
   capacity_ = capacity;
+  // Opening/closing the access window costs one page-table update per resident page;
+  // with transparent huge pages that is one per 2 MiB (measured: 16 MiB resident goes
+  // from ~250 us to ~12 us per kernel). Best effort: fails harmlessly without THP.
+  madvise(base_, capacity_, MADV_HUGEPAGE);
   insert_free(0, capacity_);
 }
 
