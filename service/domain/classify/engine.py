@@ -98,6 +98,7 @@ class _Scanner:
         self.ruleset = ruleset
         self.stage = stage
         self.rules = ruleset.for_stage(stage)
+        self.by_anchor = ruleset.rules_by_anchor(stage)
         self._count_pos = 0
         self._count_lines = 1
 
@@ -118,7 +119,12 @@ class _Scanner:
 
     def _match(self, start: int, end: int, weights: frozenset[Weight]) -> _Hit | None:
         line = clean_line(self.text[start:end])
-        for priority, rule in enumerate(self.rules):
+        candidates: set[int] = set()
+        for anchor, ids in self.by_anchor:
+            if anchor in line:
+                candidates |= ids
+        for priority in sorted(candidates):
+            rule = self.rules[priority]
             if rule.weight not in weights or not rule.triggered_by(line):
                 continue
             for pattern in rule.patterns:

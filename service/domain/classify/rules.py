@@ -66,6 +66,11 @@ class RuleSet:
     def for_stage(self, stage: Stage) -> tuple[Rule, ...]:
         return _stage_rules(self, stage)
 
+    def rules_by_anchor(self, stage: Stage) -> tuple[tuple[str, frozenset[int]], ...]:
+        """For each anchor, the positions (in ``for_stage``) of the rules it can trigger: a
+        candidate line only tries the rules of the anchors it contains."""
+        return _rules_by_anchor(self, stage)
+
     def anchors_for(self, stage: Stage, weights: frozenset[Weight]) -> tuple[str, ...]:
         """The anchors a scan for these rules needs: str.find runs at memory speed, one
         regex alternation of many literals does not, so fewer anchors is a faster scan."""
@@ -75,6 +80,17 @@ class RuleSet:
 @cache
 def _stage_rules(ruleset: RuleSet, stage: Stage) -> tuple[Rule, ...]:
     return tuple(r for r in ruleset.rules if stage in r.stages)
+
+
+@cache
+def _rules_by_anchor(ruleset: RuleSet, stage: Stage) -> tuple[tuple[str, frozenset[int]], ...]:
+    rules = _stage_rules(ruleset, stage)
+    index = []
+    for anchor in ruleset.anchors:
+        ids = frozenset(i for i, r in enumerate(rules) if any(anchor in t for t in r.triggers))
+        if ids:
+            index.append((anchor, ids))
+    return tuple(index)
 
 
 def anchor_of(trigger: str, anchors: Sequence[str]) -> str | None:

@@ -1,0 +1,64 @@
+"""classify_test_failure: one JUnit record -> one Finding."""
+
+from __future__ import annotations
+
+from service.domain.classify import classify_test_failure
+from service.domain.verdict import Category, Stage, Subtype
+
+NODE = "tests/test_generator.py::test_default_generator"
+
+
+def test_plain_assertion_is_a_test_regression_named_by_the_test() -> None:
+    finding = classify_test_failure(NODE, "AssertionError: assert 3 == 4",
+                                    "def test():\n>   assert 3 == 4\nE   assert 3 == 4")
+    assert (finding.category, finding.subtype) == (Category.UPSTREAM, Subtype.TEST_REGRESSION)
+    assert finding.captures["test"] == NODE
+    assert finding.stage is Stage.TEST and finding.fingerprint
+
+
+def test_crashed_outcome_is_a_crash_even_without_a_message() -> None:
+    finding = classify_test_failure(NODE, None, None, outcome="crashed")
+    assert (finding.subtype, finding.rule) == (Subtype.CRASH, "test-crashed")
+    assert finding.line == f"{NODE} crashed"
+
+
+def test_fatal_signal_in_the_output_is_a_crash() -> None:
+    details = ("Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call "
+               "first):\n  File \"/x/tests/test_generator.py\", line 9 in test_default_generator")
+    finding = classify_test_failure(NODE, "worker crashed", details, outcome="failed")
+    assert (finding.subtype, finding.rule) == (Subtype.CRASH, "py-fatal-signal")
+    assert finding.captures["signal"] == "Aborted"
+    assert finding.captures["test"] == NODE
+
+
+def test_messages_refine_the_subtype() -> None:
+    hook = classify_test_failure(
+        NODE, "RuntimeError: You should register `PrivateUse1HooksInterface`by "
+              "`RegisterPrivateUse1HooksInterface` and implement `getDefaultGenerator` "
+              "at the same time for PrivateUse1.", None)
+    assert hook.subtype is Subtype.NEW_HOOK_REQUIRED
+    assert hook.captures["hook"] == "getDefaultGenerator"
+
+    dtype = classify_test_failure(
+        NODE, "RuntimeError: expected scalar type Float but found dtype 'BFloat16'", None)
+    assert dtype.subtype is Subtype.NEW_DTYPE_CHECK
+
+    removed = classify_test_failure(
+        NODE, "AttributeError: module 'torch.utils' has no attribute 'rename_backend'", None)
+    assert (removed.subtype, removed.captures["symbol"]) == (
+        Subtype.SYMBOL_REMOVED, "rename_backend")
+
+    # An AttributeError on the backend's own module is not an upstream API removal.
+    own = classify_test_failure(
+        NODE, "AttributeError: module 'torch_openreg' has no attribute 'foo'", None)
+    assert own.subtype is Subtype.TEST_REGRESSION
+
+    timeout = classify_test_failure(NODE, "Failed: Timeout (>30.0s) from pytest-timeout.", None)
+    assert (timeout.category, timeout.subtype) == (Category.INFRA, Subtype.TIMEOUT)
+
+
+def test_huge_details_are_bounded() -> None:
+    details = "noise line\n" * 500_000 + "E   AssertionError: assert 1 == 2\n"
+    finding = classify_test_failure(NODE, None, details)
+    assert finding.subtype is Subtype.TEST_REGRESSION
+    assert len(finding.line) < 3000
