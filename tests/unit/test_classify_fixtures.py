@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -79,3 +80,23 @@ def test_golden_log_survives_noise_and_crlf(case: golden.Golden) -> None:
     assert plain is not None and noisy is not None
     assert (noisy.rule, noisy.fingerprint) == (plain.rule, plain.fingerprint)
     assert noisy.line_number == plain.line_number + 301
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_regenerated_logs_get_the_same_verdicts(tmp_path: Path) -> None:
+    """The corpus is reproducible: breaking things again, for real, on this machine gives
+    logs the classifier reads exactly as the committed ones (one case per tool chain)."""
+    names = ["build_new_pure_virtual", "test_segfault", "provision_pip_no_match"]
+    script = Path(golden.__file__).with_name("make_fixtures.py")
+    subprocess.run([sys.executable, str(script), "--out", str(tmp_path), *names], check=True,
+                   capture_output=True, timeout=600)
+    for name in names:
+        fresh = golden.load(tmp_path / f"{name}.log")
+        committed = golden.load(Path(golden.__file__).with_name(f"{name}.log"))
+        stage = Stage(fresh.expect["stage"])
+        new, old = classify_log(fresh.body, stage), classify_log(committed.body, stage)
+        assert new is not None and old is not None
+        assert (new.rule, new.fingerprint) == (old.rule, old.fingerprint), name
+        for key, value in fresh.captures.items():
+            assert new.captures.get(key) == value, (name, key)

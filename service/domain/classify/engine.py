@@ -117,7 +117,11 @@ class _Scanner:
         end = nl if nl >= 0 else min(len(text), start + LINE_CAP)
         return start, end
 
-    def _match(self, start: int, end: int, weights: frozenset[Weight]) -> _Hit | None:
+    def _match(
+        self, start: int, end: int, weights: frozenset[Weight], fallback_floor: int
+    ) -> _Hit | None:
+        """The first rule matching this line; fallback rules at or below the priority of
+        the fallback already found are skipped (they could not win)."""
         line = clean_line(self.text[start:end])
         candidates: set[int] = set()
         for anchor, ids in self.by_anchor:
@@ -125,7 +129,11 @@ class _Scanner:
                 candidates |= ids
         for priority in sorted(candidates):
             rule = self.rules[priority]
-            if rule.weight not in weights or not rule.triggered_by(line):
+            if rule.weight not in weights or (
+                rule.weight is Weight.FALLBACK and priority >= fallback_floor
+            ):
+                continue
+            if not rule.triggered_by(line):
                 continue
             for pattern in rule.patterns:
                 m = pattern.search(line)
@@ -187,7 +195,8 @@ class _Scanner:
                 continue  # this line was already looked at
             start, end = self._bounds(pos, resume)
             resume = end + 1
-            hit = self._match(start, end, _ALL)
+            hit = self._match(start, end, _ALL,
+                              len(self.rules) if fallback is None else fallback.priority)
             if hit is None:
                 continue
             if hit.rule.weight is Weight.DOMINANT:
@@ -195,8 +204,7 @@ class _Scanner:
             if hit.rule.weight is Weight.NORMAL:
                 normal = hit
                 break
-            if fallback is None or hit.priority < fallback.priority:
-                fallback = hit
+            fallback = hit  # _match only returns a fallback that beats the current one
         if normal is None:
             return fallback
         # A normal line decided; only a dominant line further down can still overrule it.
@@ -206,7 +214,7 @@ class _Scanner:
                 continue
             start, end = self._bounds(pos, resume)
             resume = end + 1
-            hit = self._match(start, end, _DOMINANT)
+            hit = self._match(start, end, _DOMINANT, 0)
             if hit is not None:
                 return hit
         return normal
