@@ -164,12 +164,15 @@ def has_module(env: TorchEnv, module: str) -> bool:
     import subprocess
 
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    proc = subprocess.run(
-        [str(env.python), "-c", probe],
-        env=child_env({}, pythonpath_front=env.pythonpath),
-        capture_output=True,
-        timeout=120,
-    )
+    try:
+        proc = subprocess.run(
+            [str(env.python), "-c", probe],
+            env=child_env({}, pythonpath_front=env.pythonpath),
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # the test run itself will report the broken interpreter
     return proc.returncode == 0
 
 
@@ -366,8 +369,9 @@ def run_tests(
             break
         if proc.returncode not in _RAN | {_NO_TESTS} and new == 0:
             problem = (
-                proc.start_error
-                or f"pytest exited with code {proc.returncode} without running tests"
+                f"cannot run the test command: {proc.start_error}"
+                if proc.start_error
+                else f"pytest exited with code {proc.returncode} without running tests"
             )
         break
 

@@ -1,0 +1,287 @@
+"""The test step against small real suites: real pytest processes that really segfault,
+abort, hang and fail, run through ``run_tests`` with the installed interpreter."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.recipe import load_recipe
+from workers.pipeline.testing import COLLECTION_NODEID, RESULTS_FILE, run_tests
+from workers.pipeline.types import StepStatus, TestRunOutcome, TorchEnv
+
+TEST_COMMAND = (
+    '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'
+)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> TorchEnv:
+    root = tmp_path_factory.mktemp("installed")
+    with LogSink(root / "provision.log") as log:
+        return provision(parse_spec("installed"), root / "cache", log)
+
+
+def make_suite(
+    root: Path, tests: dict[str, str], *, timeout_per_test: int = 60, command: str = TEST_COMMAND
+) -> Path:
+    suite = root / "suite"
+    (suite / "tests").mkdir(parents=True)
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    (suite / "ootci.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            [backend]
+            name = "synthetic"
+            [build]
+            command = ["true"]
+            [test]
+            command = {command}
+            timeout_per_test = {timeout_per_test}
+            """
+        )
+    )
+    for name, body in tests.items():
+        (suite / "tests" / name).write_text(textwrap.dedent(body))
+    return suite
+
+
+def run(
+    suite: Path, env: TorchEnv, tmp_path: Path, *, timeout_s: int = 300, **kwargs: object
+) -> TestRunOutcome:
+    with LogSink(tmp_path / "test.log") as log:
+        return run_tests(
+            load_recipe(suite),
+            env,
+            tmp_path / "work",
+            log,
+            timeout_s=timeout_s,
+            per_test_timeout_s=kwargs.pop("per_test_timeout_s", 300),  # type: ignore[arg-type]
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+
+def outcomes(result: TestRunOutcome) -> dict[str, str]:
+    return {r.nodeid.split("::")[-1]: r.outcome for r in result.results}
+
+
+CRASHY = """
+    import ctypes, os
+
+    def test_1_passes():
+        pass
+
+    def test_2_segfaults():
+        ctypes.string_at(0)
+
+    def test_3_passes():
+        pass
+
+    def test_4_aborts():
+        os.abort()
+
+    def test_5_passes():
+        pass
+"""
+
+
+def test_crashes_cost_one_result_each(installed: TorchEnv, tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path, {"test_crashy.py": CRASHY, "test_later.py": "def test_later():\n    pass\n"}
+    )
+    result = run(suite, installed, tmp_path)
+
+    assert outcomes(result) == {
+        "test_1_passes": "passed",
+        "test_2_segfaults": "crashed",
+        "test_3_passes": "passed",
+        "test_4_aborts": "crashed",
+        "test_5_passes": "passed",
+        "test_later": "passed",
+    }
+    crashed = {r.nodeid.split("::")[-1]: r for r in result.results if r.outcome == "crashed"}
+    assert crashed["test_2_segfaults"].message == "Segmentation fault (SIGSEGV)"
+    assert crashed["test_4_aborts"].message == "Aborted (SIGABRT)"
+    # faulthandler's traceback names the crashing test.
+    assert "Fatal Python error: Segmentation fault" in (crashed["test_2_segfaults"].details or "")
+    assert "test_2_segfaults" in (crashed["test_2_segfaults"].details or "")
+    assert result.step.status is StepStatus.FAILED
+    assert result.step.exit_code == -11  # the first pytest process
+    assert result.step.summary == "4 passed, 2 crashed"
+    # Three pytest processes (crash, crash, rest); only the one that lived wrote its JUnit.
+    work = tmp_path / "work"
+    assert not (work / "junit.xml").exists() and (work / "junit.2.xml").is_file()
+    # The JSONL holds a started line for every test, finished lines for all but the crashes.
+    events = [json.loads(line) for line in (work / RESULTS_FILE).read_text().splitlines()]
+    started = [e["nodeid"] for e in events if e["event"] == "started"]
+    finished = {e["nodeid"] for e in events if e["event"] == "finished"}
+    assert len(started) == 6 and len(finished) == 4
+
+
+def test_hang_holding_the_gil_is_killed_by_the_watchdog(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    # PyDLL keeps the GIL through the C call, so pytest-timeout's thread never gets to run:
+    # only ootci's own watchdog can end this test.
+    hang = """
+        import ctypes
+
+        def test_before():
+            pass
+
+        def test_hangs_in_c():
+            ctypes.PyDLL(None).sleep(600)
+
+        def test_after():
+            pass
+    """
+    suite = make_suite(tmp_path, {"test_hang.py": hang}, timeout_per_test=2)
+    result = run(suite, installed, tmp_path)
+    assert outcomes(result) == {
+        "test_before": "passed",
+        "test_hangs_in_c": "crashed",
+        "test_after": "passed",
+    }
+    hung = next(r for r in result.results if r.outcome == "crashed")
+    assert hung.message == "timed out after 2 s (killed by ootci)"
+
+
+def test_python_hang_is_stopped_by_pytest_timeout(installed: TorchEnv, tmp_path: Path) -> None:
+    hang = """
+        import time
+
+        def test_sleeps():
+            time.sleep(600)
+
+        def test_after():
+            pass
+    """
+    suite = make_suite(tmp_path, {"test_hang.py": hang}, timeout_per_test=60)
+    # The operator's cap (2 s) is below the recipe's 60 s: the smaller one applies.
+    result = run(suite, installed, tmp_path, per_test_timeout_s=2)
+    assert outcomes(result) == {"test_sleeps": "crashed", "test_after": "passed"}
+    hung = next(r for r in result.results if r.outcome == "crashed")
+    assert hung.message == "timed out after 2 s"
+    assert "time.sleep(600)" in (hung.details or "")  # pytest-timeout's stack dump
+
+
+FLAKY = """
+    import os
+    from pathlib import Path
+
+    MARK = Path(os.environ["FLAKY_MARK"])
+
+    def test_flaky():
+        if not MARK.exists():
+            MARK.write_text("failed once")
+            raise AssertionError("first run fails")
+
+    def test_really_broken():
+        assert 1 == 2, "always"
+
+    def test_fine():
+        pass
+"""
+
+
+@pytest.mark.parametrize("rerun", [True, False])
+def test_failures_are_rerun_once(
+    installed: TorchEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rerun: bool
+) -> None:
+    monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "mark"))
+    suite = make_suite(tmp_path, {"test_flaky.py": FLAKY})
+    result = run(suite, installed, tmp_path, rerun_failures=rerun)
+    expected = {
+        "test_flaky": "flaky" if rerun else "failed",
+        "test_really_broken": "failed",
+        "test_fine": "passed",
+    }
+    assert outcomes(result) == expected
+    broken = next(r for r in result.results if r.nodeid.endswith("test_really_broken"))
+    assert broken.message is not None and "AssertionError: always" in broken.message
+    assert broken.details is not None and "assert 1 == 2" in broken.details
+    if rerun:
+        flaky = next(r for r in result.results if r.outcome == "flaky")
+        assert flaky.message == "passed on rerun; first run: AssertionError: first run fails"
+        assert (tmp_path / "work" / "junit.rerun.xml").is_file()
+    assert result.step.status is StepStatus.FAILED
+
+
+def test_import_errors_are_results(installed: TorchEnv, tmp_path: Path) -> None:
+    broken = """
+        raise ImportError(
+            "/site-packages/torch_acme/_C.so: undefined symbol: _ZN3c1013MessageLoggerC1EPKcii"
+        )
+    """
+    suite = make_suite(
+        tmp_path,
+        {"test_broken.py": broken, "test_ok.py": "def test_ok():\n    pass\n", "conftest.py": ""},
+    )
+    result = run(suite, installed, tmp_path)
+    records = {r.nodeid: r for r in result.results}
+    assert records["tests/test_broken.py"].outcome == "error"
+    assert "undefined symbol: _ZN3c1013MessageLoggerC1EPKcii" in (
+        records["tests/test_broken.py"].message or ""
+    )
+    assert records["tests/test_ok.py::test_ok"].outcome == "passed"
+    assert result.step.status is StepStatus.FAILED
+
+
+def test_crash_during_collection_is_recorded(installed: TorchEnv, tmp_path: Path) -> None:
+    suite = make_suite(tmp_path, {"test_dies_on_import.py": "import os\nos.abort()\n"})
+    result = run(suite, installed, tmp_path)
+    assert [(r.nodeid, r.outcome, r.message) for r in result.results] == [
+        (COLLECTION_NODEID, "crashed", "Aborted (SIGABRT)")
+    ]
+    assert result.step.status is StepStatus.FAILED
+
+
+def test_step_timeout_errors_and_keeps_results(installed: TorchEnv, tmp_path: Path) -> None:
+    slow = """
+        import time
+
+        def test_quick():
+            pass
+
+        def test_slow():
+            time.sleep(120)
+    """
+    suite = make_suite(tmp_path, {"test_slow.py": slow})
+    result = run(suite, installed, tmp_path, timeout_s=20)
+    assert outcomes(result) == {"test_quick": "passed", "test_slow": "crashed"}
+    assert result.step.status is StepStatus.ERRORED
+    assert result.step.summary.startswith("timed out after 20 s")
+
+
+def test_nothing_collected_fails(installed: TorchEnv, tmp_path: Path) -> None:
+    suite = make_suite(tmp_path, {"helpers.py": "X = 1\n"})
+    result = run(suite, installed, tmp_path)
+    assert result.results == ()
+    assert (result.step.status, result.step.summary) == (
+        StepStatus.FAILED,
+        "no tests were collected",
+    )
+
+
+def test_pytest_usage_error_is_an_errored_step(installed: TorchEnv, tmp_path: Path) -> None:
+    command = '["{python}", "-m", "pytest", "tests", "--no-such-option"]'
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"}, command=command)
+    result = run(suite, installed, tmp_path)
+    assert result.step.status is StepStatus.ERRORED
+    assert "exited with code 4" in result.step.summary
+    assert "--no-such-option" in (tmp_path / "test.log").read_text()
+
+
+def test_missing_python_is_an_errored_step(tmp_path: Path, installed: TorchEnv) -> None:
+    from dataclasses import replace
+
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
+    gone = replace(installed, python=tmp_path / "no-python")
+    result = run(suite, gone, tmp_path)
+    assert result.step.status is StepStatus.ERRORED
+    assert result.step.summary.startswith("cannot run the test command: [Errno 2] No such file")
