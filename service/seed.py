@@ -47,7 +47,7 @@ SUITES: dict[str, tuple[str, ...]] = {
                      "wait_stream", "stream_context", "query", "synchronize_event",
                      "external_stream"),
     "test_ops": ("add", "mul_broadcast", "matmul", "index_select", "cat", "view_as_strided",
-                 "fill_", "copy_", "reduce_sum"),
+                 "fill_", "copy_", "reduce_sum", "softmax", "addmm", "where"),
     "test_fallback": ("cpu_fallback_global", "per_op_fallback", "fallback_warns",
                       "fallback_inplace", "fallback_out", "fallback_view", "fallback_dtype",
                       "fallback_scalar", "fallback_list"),
@@ -644,3 +644,33 @@ def seed_database(engine: Engine, spec: SeedSpec | None = None) -> dict[str, int
             counts[model.__tablename__] = int(
                 conn.execute(select(func.count()).select_from(model)).scalar_one())
     return counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m service.seed [--nights N]``: a demo database for the dashboard, in the
+    configured database (OOTCI_DATABASE_URL, default SQLite under OOTCI_HOME)."""
+    import argparse
+
+    from service.config import get_settings
+    from service.db import make_engine
+    from service.migrate import upgrade
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--nights", type=int, default=SeedSpec.nights)
+    parser.add_argument("--no-running", action="store_true",
+                        help="finish every run (by default the newest one is left running)")
+    args = parser.parse_args(argv)
+    engine = make_engine(get_settings().resolved_database_url)
+    upgrade(engine)
+    try:
+        counts = seed_database(engine, SeedSpec(nights=args.nights,
+                                                running_tail=not args.no_running))
+    except SeedRefused as exc:
+        print(f"error: {exc}")
+        return 1
+    print(", ".join(f"{n} {name}" for name, n in counts.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
