@@ -25,7 +25,8 @@ class AppContext:
     dispatcher: Dispatcher
 
 
-def get_context(request: Request) -> AppContext:
+async def get_context(request: Request) -> AppContext:
+    # async: a sync dependency would cost a thread-pool hop on every request.
     ctx: AppContext = request.app.state.ootci
     return ctx
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse
-from sqlalchemy import select
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
@@ -26,13 +26,14 @@ from service.api.schemas import Problem, WebhookResult
 from service.api.triggers import create_runs, enqueue_committed
 from service.api.webhook_routing import QUEUED, route
 from service.github.events import PayloadError
-from service.models import WebhookDelivery
+from service.models import WebhookDelivery, utcnow
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["webhooks"])
 
 MAX_BODY = 5 * 1024 * 1024
 DUPLICATE = "duplicate"
+REJECTED = "rejected"
 
 
 def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -109,47 +110,40 @@ async def github_webhook(
 
 
 def _handle(ctx: AppContext, event: str, delivery: str, payload: dict[str, Any]) -> JSONResponse:
+    action = payload.get("action")
     with Session(ctx.engine, expire_on_commit=False) as session:
-        if session.scalar(
-            select(WebhookDelivery.id).where(WebhookDelivery.delivery_id == delivery)
-        ):
-            return _duplicate(delivery)
-        action = payload.get("action")
-        row = WebhookDelivery(
-            delivery_id=delivery,
-            event=event,
-            action=action[:64] if isinstance(action, str) else None,
-            payload=payload,
-        )
-        session.add(row)
         try:
             decision = route(session, ctx.settings, event, payload, delivery=delivery)
+            run_ids = create_runs(session, decision.runs, trigger="webhook")
+            outcome, reason = decision.outcome, decision.reason
         except PayloadError as exc:
             # Authenticated but unusable: record it (so a redelivery is a duplicate) and say why.
-            row.outcome, row.reason = "rejected", str(exc)
-            if not _commit(session):
-                return _duplicate(delivery)
-            return _problem(400, f"malformed {event} payload: {exc}")
-        run_ids = create_runs(session, decision.runs, trigger="webhook")
-        row.outcome, row.reason, row.run_ids = decision.outcome, decision.reason, run_ids
-        if not _commit(session):
+            run_ids, outcome, reason = [], REJECTED, f"malformed {event} payload: {exc}"
+        row = {
+            "delivery_id": delivery,
+            "event": event,
+            "action": action[:64] if isinstance(action, str) else None,
+            "payload": payload,
+            "outcome": outcome,
+            "reason": reason,
+            "run_ids": run_ids,
+            "received_at": utcnow(),
+        }
+        try:
+            # Core, not the ORM unit of work: this INSERT is most of a delivery's cost. The
+            # unique delivery id is the dedupe (no SELECT first): a replay, or a concurrent
+            # copy, fails here and takes the runs it would have created with it.
+            session.execute(insert(WebhookDelivery).values(**row))
+            session.commit()
+        except IntegrityError:
+            session.rollback()
             return _duplicate(delivery)
-    if decision.outcome == QUEUED:
+    if outcome == REJECTED:
+        return _problem(400, reason)
+    if outcome == QUEUED:
         enqueue_committed(ctx, run_ids)
-    result = WebhookResult(
-        status=decision.outcome, delivery=delivery, reason=decision.reason, run_ids=run_ids
-    )
+    result = WebhookResult(status=outcome, delivery=delivery, reason=reason, run_ids=run_ids)
     return JSONResponse(result.model_dump(), status_code=status.HTTP_202_ACCEPTED)
-
-
-def _commit(session: Session) -> bool:
-    """False when a concurrent request recorded the same delivery id first."""
-    try:
-        session.commit()
-        return True
-    except IntegrityError:
-        session.rollback()
-        return False
 
 
 def _duplicate(delivery: str) -> JSONResponse:
