@@ -47,10 +47,13 @@ def test_same_break_elsewhere_has_the_same_fingerprint(case: golden.Golden) -> N
 
 def test_fingerprints_of_the_corpus_are_distinct() -> None:
     seen: dict[str, str] = {}
-    # These pairs are the same break on purpose (plain vs coloured diagnostics, one TU vs
-    # two failing TUs with the same first error).
+    # These pairs are the same break on purpose: plain vs coloured diagnostics, UTF-8 vs C
+    # locale quotes, one TU vs two failing TUs with the same first error, the same missing
+    # symbol found by `import` vs by ctypes.
     same = {"build_no_matching_call_colour": "build_no_matching_call",
-            "build_two_failing_units": "build_override_deviceindex"}
+            "build_c_locale_pure_virtual": "build_new_pure_virtual",
+            "build_two_failing_units": "build_override_deviceindex",
+            "import_ctypes_undefined_symbol": "import_undefined_symbol"}
     for case in GOLDENS:
         finding = classify_log(case.body, Stage(case.expect["stage"]))
         assert finding is not None
@@ -59,9 +62,10 @@ def test_fingerprints_of_the_corpus_are_distinct() -> None:
         assert finding.fingerprint not in seen, (case.name, seen.get(finding.fingerprint))
         seen[finding.fingerprint] = case.name
     by_name = {v: k for k, v in seen.items()}
-    colour = next(g for g in GOLDENS if g.name == "build_no_matching_call_colour")
-    coloured = classify_log(colour.body, Stage.BUILD)
-    assert coloured is not None and coloured.fingerprint == by_name["build_no_matching_call"]
+    for twin, original in same.items():
+        case = next(g for g in GOLDENS if g.name == twin)
+        finding = classify_log(case.body, Stage(case.expect["stage"]))
+        assert finding is not None and finding.fingerprint == by_name[original], twin
 
 
 def test_a_different_symbol_is_a_different_break() -> None:

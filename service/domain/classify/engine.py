@@ -140,11 +140,12 @@ class _Scanner:
                 if m is None:
                     continue
                 captures = {k: v for k, v in m.groupdict().items() if v is not None}
+                # Probes first: a requirement may be on what a note line names.
+                self._probe(rule, start, end, captures)
                 if all(
                     name in captures and req.search(captures[name])
                     for name, req in rule.requires.items()
                 ):
-                    self._probe(rule, start, end, captures)
                     return _Hit(rule, priority, start, end, line,
                                 self._line_number(start), captures)
         return None

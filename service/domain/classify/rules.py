@@ -156,10 +156,13 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
     patterns = tuple(
         _compile(name, "patterns", p) for p in _str_list(name, "patterns", raw.get("patterns"))
     )
+    follow = _probe(name, "follow", raw.get("follow"))
+    before = _probe(name, "before", raw.get("before"))
     requires_raw = raw.get("requires", {})
     if not isinstance(requires_raw, dict):
         raise RuleError(f"rule {name!r}: requires must be a table capture -> regex")
-    groups = {g for p in patterns for g in p.groupindex}
+    probes = [p for probe in (follow, before) if probe for p in probe.patterns]
+    groups = {g for p in (*patterns, *probes) for g in p.groupindex}
     for capture in requires_raw:
         if capture not in groups:
             raise RuleError(f"rule {name!r}: requires names {capture!r}, not a pattern group")
@@ -177,8 +180,8 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
         triggers=_str_list(name, "triggers", raw.get("triggers")),
         patterns=patterns,
         requires={k: _compile(name, f"requires.{k}", v) for k, v in requires_raw.items()},
-        follow=_probe(name, "follow", raw.get("follow")),
-        before=_probe(name, "before", raw.get("before")),
+        follow=follow,
+        before=before,
         explanation=explanation,
     )
 
