@@ -25,6 +25,8 @@ STATIC_DIR = DASHBOARDS / "static"
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "–"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, sec = divmod(int(round(seconds)), 60)

@@ -148,8 +148,8 @@ def test_other_pages_render(live: LiveServer, page) -> None:  # type: ignore[no-
     page.goto(live.url + "/tests")
     page.get_by_role("link", name=re.compile("test_autocast_bf16")).first.click()
     page.wait_for_url(re.compile(r"/tests\?nodeid="))
-    assert page.locator("ol.strip li.o-failed").count() > 0
-    assert page.locator("ol.strip li.o-passed").count() > 0
+    assert page.locator("#grid td.o-failed").count() > 0
+    assert page.locator("#grid td.o-passed").count() > 0
     shot(page, "test-history")
 
 

@@ -239,10 +239,17 @@ def test_test_history_lists_outcomes_newest_first(seeded: TestClient, engine: En
         total = s.scalar(select(func.count()).where(TestResult.nodeid == nodeid))
         failed = s.scalar(select(func.count()).where(TestResult.nodeid == nodeid,
                                                      TestResult.outcome == "failed"))
-    html = seeded.get(f"/tests?nodeid={quote(nodeid)}&last=500").text
+    html = seeded.get(f"/tests?nodeid={quote(nodeid)}&last=200").text
     table = html.split('id="history"', 1)[1]
-    assert table.count("<tr><td>") == total
-    assert f"failed in {failed}." in html
+    assert table.count("<tr><td class=\"when\">") == total
+    assert f"Failed in {failed} of the {total} runs read." in html
+    # The grid: one row per torch target, a pin's several runs collapse into its latest.
+    with Session(engine) as s:
+        targets = s.scalar(select(func.count(func.distinct(Run.torch_build_id)))
+                           .join(TestResult, TestResult.run_id == Run.id)
+                           .where(TestResult.nodeid == nodeid))
+    assert html.count('<tr class="t">') == targets
+    assert seeded.get(f"/tests?nodeid={quote(nodeid)}&last=3").text.count('<tr class="t">') == 3
     assert failed and failed < total
     assert seeded.get(f"/tests/{nodeid}").status_code == 200
     assert seeded.get("/tests?nodeid=tests/test_nope.py::test_x").status_code == 404
