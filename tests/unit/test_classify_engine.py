@@ -175,3 +175,10 @@ def test_a_changed_rule_set_changes_the_verdict() -> None:
     assert finding is not None
     assert (finding.rule, finding.category, finding.captures["symbol"]) == (
         "openreg-api", Category.BACKEND, "orMalloc")
+
+
+def test_rules_digest_changes_with_the_rules() -> None:
+    base = SCAN + _rule()
+    assert parse_rules(base).digest == parse_rules(base).digest
+    assert parse_rules(base).digest != parse_rules(base + "\n# edited\n").digest
+    assert len(default_rules().digest) == 16

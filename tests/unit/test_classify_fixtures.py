@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from service.domain.classify import classify_log
+from service.domain.classify import classify_log, default_rules
 from service.domain.classify.engine import clean_line
+from service.domain.classify.rules import Weight
 from service.domain.fingerprint import LOCATION_CAPTURES
 from service.domain.verdict import Stage
 
@@ -30,6 +31,7 @@ GENERIC = re.compile(
     r"ninja: build stopped|\[?exit code -?\d+\]?|error: command .*failed|"
     r"^FAILED: |Configuring incomplete|returned non-zero exit status|^Traceback"
 )
+COMPILER_ERROR = re.compile(r":\d+(?::\d+)?: (?:fatal )?error: |undefined reference to")
 
 
 def test_the_corpus_covers_the_taxonomy() -> None:
@@ -66,6 +68,12 @@ def test_golden_log(case: golden.Golden) -> None:
     body_lines = case.body.split("\n")
     assert clean_line(body_lines[finding.line_number - 1]) == finding.line
     assert finding.fingerprint and finding.fingerprint_version == 1
+    # "The first error of the first failing TU": no compiler error comes before it, unless
+    # the rule is one that explains everything around it.
+    rule = next(r for r in default_rules().rules if r.name == finding.rule)
+    if rule.weight is not Weight.DOMINANT:
+        earlier = [clean_line(x) for x in body_lines[: finding.line_number - 1]]
+        assert not [x for x in earlier if COMPILER_ERROR.search(x)]
 
 
 @pytest.mark.parametrize("case", GOLDENS, ids=[g.name for g in GOLDENS])

@@ -6,7 +6,8 @@ Stable entry points for the pipeline:
 - ``classify_test_failure(nodeid, message, details, stage, outcome=...) -> Finding``: one
   failed or crashed test (from JUnit XML).
 - ``parse_rules`` / ``default_rules`` / ``RuleError``: load a rules file (for
-  ``ootci reclassify`` with changed rules).
+  ``ootci reclassify`` with changed rules); ``RuleSet.digest`` identifies the rules that
+  produced a verdict. Both entry points take ``rules=`` to classify with another set.
 
 Both return fingerprinted Findings; store ``Finding.to_dict()``.
 """

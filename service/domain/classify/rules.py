@@ -8,6 +8,7 @@ fails at load time instead of silently misclassifying.
 from __future__ import annotations
 
 import enum
+import hashlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -62,6 +63,9 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     anchors: tuple[str, ...]
+    # sha256 of the rules text (16 hex): store it next to verdicts, and `ootci reclassify`
+    # can tell which rows a rules change may have made stale.
+    digest: str = ""
 
     def for_stage(self, stage: Stage) -> tuple[Rule, ...]:
         return _stage_rules(self, stage)
@@ -214,7 +218,8 @@ def parse_rules(text: str) -> RuleSet:
                     f"rule {rule.name!r}: trigger {trigger!r} contains none of the [scan] "
                     f"anchors; add an anchor or reword the trigger"
                 )
-    return RuleSet(tuple(rules), tuple(anchors))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return RuleSet(tuple(rules), tuple(anchors), digest)
 
 
 @cache
