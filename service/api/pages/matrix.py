@@ -44,6 +44,18 @@ def _label(cell: MatrixCell) -> str:
     return f"{cell.torch_version} ({sha})" if sha else cell.torch_version
 
 
+def _target(cell: MatrixCell) -> tuple[int | None, str | None]:
+    return (cell.torch_build_id, None if cell.torch_build_id is not None else cell.torch_spec)
+
+
+def window(cells: list[MatrixCell], offset: int, count: int) -> list[MatrixCell]:
+    """The cells of targets ``offset`` .. ``offset + count`` (cells come target by target)."""
+    order: dict[tuple[int | None, str | None], int] = {}
+    for cell in cells:
+        order.setdefault(_target(cell), len(order))
+    return [c for c in cells if offset <= order[_target(c)] < offset + count]
+
+
 def build_rows(
     cells: list[MatrixCell], facts: dashboard.StageFacts, suites: list[str], backends: list[str]
 ) -> tuple[list[Row], list[tuple[str, str]]]:
@@ -51,8 +63,7 @@ def build_rows(
     columns = [(b, stage) for b in backends for stage in ("build", "import", *suites)]
     grouped: dict[tuple[int | None, str | None], list[MatrixCell]] = {}
     for cell in cells:  # already newest target first
-        key = (cell.torch_build_id, None if cell.torch_build_id is not None else cell.torch_spec)
-        grouped.setdefault(key, []).append(cell)
+        grouped.setdefault(_target(cell), []).append(cell)
     rows: list[Row] = []
     for group in grouped.values():
         row_cells: dict[tuple[str, str], Cell] = {}
@@ -122,14 +133,18 @@ def matrix_page(
     backend = backend or None
     offset = (page - 1) * TARGETS_PER_PAGE
     # One more target than shown, so the last row can still be compared with an older one.
-    cells = matrix(session, limit_targets=offset + TARGETS_PER_PAGE + 1, backend=backend)
+    # The shared matrix() has no offset: drop the newer pages' targets before anything
+    # heavier (stage facts, rendering) is done for them.
+    cells = window(
+        matrix(session, limit_targets=offset + TARGETS_PER_PAGE + 1, backend=backend),
+        offset, TARGETS_PER_PAGE + 1)
     facts = dashboard.stage_facts(session, {c.run_id for c in cells})
     suites = facts.suites()
     backends = sorted({c.backend for c in cells})
     rows, columns = build_rows(cells, facts, suites, backends)
     rows = mark_changes(rows, columns)
-    has_older = len(rows) > offset + TARGETS_PER_PAGE
-    rows = rows[offset : offset + TARGETS_PER_PAGE]
+    has_older = len(rows) > TARGETS_PER_PAGE
+    rows = rows[:TARGETS_PER_PAGE]
     shown = [r for r in rows if r.changed] if changed else rows
     runs_base = str(request.url_for("dash_run", run_id=1)).removesuffix("1")
     return render(
