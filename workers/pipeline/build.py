@@ -33,6 +33,9 @@ def build_environ(
     recipe: Recipe, env: TorchEnv, build_dir: Path, cache_dir: Path | None
 ) -> dict[str, str]:
     overrides = {
+        # The C locale gives ASCII quotes and English messages from compilers, so the
+        # classifier's rules match the same text on every worker.
+        "LC_ALL": "C",
         **recipe.env,
         "OPENREG_BUILD_DIR": str(build_dir),
         "CMAKE_BUILD_PARALLEL_LEVEL": BUILD_PARALLELISM,
