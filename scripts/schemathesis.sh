@@ -7,7 +7,7 @@
 # served by two routes (GET and POST /api/runs) with the Allow header of the first only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PY:-.venv/bin/python}
+PY=$(realpath "${PY:-.venv/bin/python}")
 PG=${OOTCI_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 REDIS=${OOTCI_SCHEMATHESIS_REDIS:-redis://127.0.0.1:6379/6}
 PORT=${PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
@@ -71,9 +71,10 @@ OOTCI_API_TOKEN="$TOKEN" OOTCI_WEBHOOK_SECRET="schemathesis-secret" \
   --log-level warning >"$WORK/api.log" 2>&1 &
 API_PID=$!
 
-"$PY" -m schemathesis.cli run "http://127.0.0.1:$PORT/openapi.json" \
+# From the scratch dir: schemathesis leaves a .schemathesis/ cache in its working directory.
+(cd "$WORK" && "$PY" -m schemathesis.cli run "http://127.0.0.1:$PORT/openapi.json" \
   --wait-for-schema 30 \
   --checks all \
   --exclude-checks allow_header_conformance \
   -H "Authorization: Bearer $TOKEN" \
-  "$@" || { status=$?; echo "--- api log"; tail -50 "$WORK/api.log"; exit $status; }
+  "$@") || { status=$?; echo "--- api log"; tail -50 "$WORK/api.log"; exit $status; }
