@@ -22,7 +22,7 @@ ALLOCATOR_H = "include/c10/core/Allocator.h"
 DEVICE_ALLOCATOR_H = "include/c10/core/CachingDeviceAllocator.h"
 HOST_ALLOCATOR_H = "include/ATen/core/CachingHostAllocator.h"
 PU1_HOOKS_H = "include/ATen/detail/PrivateUse1HooksInterface.h"
-TENSOR_OPTIONS_H = "include/c10/core/TensorOptions.h"
+EMPTY_TENSOR_H = "include/ATen/EmptyTensor.h"
 
 # Every hooks interface that overrides hasPrimaryContext: an upstream signature change
 # touches them all, so the only file left behind is the backend's override.
@@ -51,16 +51,32 @@ inline bool isBarebonesUnsignedType(ScalarType t) {
 
 """
 
-_DEVICE_OR_DEFAULT = """\
-inline Device device_or_default(std::optional<Device> device) {
-  return device.value_or(Device(kCPU));
-}
+_HOST_REGISTRY = """\
+template <DeviceType device_type>
+struct HostAllocatorRegistry {
+  explicit HostAllocatorRegistry(HostAllocator* allocator) {
+    at::setHostAllocator(device_type, allocator);
+  }
+};
 """
 
-_DTYPE_OR_DEFAULT = """\
-inline ScalarType dtype_or_default(std::optional<ScalarType> dtype) {
-  return dtype.value_or(get_default_dtype_as_scalartype());
-}
+_EMPTY_GENERIC_DECL = """\
+TORCH_API TensorBase empty_generic(
+    IntArrayRef size,
+    c10::Allocator* allocator,
+    c10::DispatchKeySet ks,
+    ScalarType scalar_type,
+    std::optional<c10::MemoryFormat> memory_format_opt);
+
+"""
+
+_EMPTY_GENERIC_SYMINT_DECL = """\
+TORCH_API TensorBase empty_generic_symint(
+    SymIntArrayRef size,
+    c10::Allocator* allocator,
+    c10::DispatchKeySet ks,
+    ScalarType scalar_type,
+    std::optional<c10::MemoryFormat> memory_format_opt);
 """
 
 _SEED_ALL = """\
@@ -192,39 +208,50 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
-        name="device-default-undefined-symbol",
-        imitates="a header's inline helper starts calling a new exported function that the "
-        "installed libc10 does not have (headers newer than the libraries): the backend "
-        "links, then fails to load with an undefined symbol",
+        name="host-allocator-undefined-symbol",
+        imitates="an inline registration helper in a header starts calling a new exported "
+        "function the installed libtorch does not have (headers newer than the libraries): "
+        "the backend links, then fails to load with an undefined symbol",
         pr=None,
         expect=Expected(Stage.IMPORT, _UP, Subtype.LINK_ABI,
-                        {"symbol": r"default_device_or"}),
+                        {"symbol": r"registerHostAllocatorStats"}),
         edits=(
-            Replace(TENSOR_OPTIONS_H, _DEVICE_OR_DEFAULT,
-                    "// Resolves the default device through the device registry (libc10).\n"
-                    "C10_API Device default_device_or(std::optional<Device> device);\n\n"
-                    "inline Device device_or_default(std::optional<Device> device) {\n"
-                    "  return default_device_or(device);\n"
-                    "}\n"),
+            Replace(HOST_ALLOCATOR_H, _HOST_REGISTRY,
+                    "// Keeps the host allocator statistics registry in sync (libtorch_cpu).\n"
+                    "TORCH_API void registerHostAllocatorStats(\n"
+                    "    at::DeviceType device_type,\n"
+                    "    at::HostAllocator* allocator);\n\n"
+                    + _HOST_REGISTRY.replace(
+                        "    at::setHostAllocator(device_type, allocator);\n",
+                        "    at::setHostAllocator(device_type, allocator);\n"
+                        "    registerHostAllocatorStats(device_type, allocator);\n")),
         ),
     ),
     Mutant(
         name="float64-dtype-check",
-        imitates="a new dtype check in a factory path the backend uses (float64 rejected, as "
-        "MPS does), RFC-0030's new dtype assert",
+        imitates="a new dtype check in a factory path the backend uses: empty_generic "
+        "rejects float64 (as MPS does), RFC-0030's new dtype assert",
         pr=None,
-        expect=Expected(Stage.TEST, _UP, Subtype.NEW_DTYPE_CHECK, {"test": r"::"}),
+        expect=Expected(Stage.TEST, _UP, Subtype.NEW_DTYPE_CHECK, {"test": r"\.py::test_"}),
         edits=(
-            Replace(TENSOR_OPTIONS_H, _DTYPE_OR_DEFAULT,
-                    "inline ScalarType dtype_or_default(std::optional<ScalarType> dtype) {\n"
-                    "  const ScalarType resolved =\n"
-                    "      dtype.value_or(get_default_dtype_as_scalartype());\n"
-                    "  TORCH_CHECK(\n"
-                    "      resolved != ScalarType::Double,\n"
-                    "      \"Unsupported dtype: float64 (Double) dtype is not supported by "
-                    "this device\");\n"
-                    "  return resolved;\n"
-                    "}\n"),
+            Replace(EMPTY_TENSOR_H, _EMPTY_GENERIC_DECL, ""),
+            InsertAfter(EMPTY_TENSOR_H, _EMPTY_GENERIC_SYMINT_DECL,
+                        # Always inlined: a weak out-of-line copy could be interposed by
+                        # libtorch's own (unchecked) empty_generic at load time.
+                        "\nC10_ALWAYS_INLINE TensorBase empty_generic(\n"
+                        "    IntArrayRef size,\n"
+                        "    c10::Allocator* allocator,\n"
+                        "    c10::DispatchKeySet ks,\n"
+                        "    ScalarType scalar_type,\n"
+                        "    std::optional<c10::MemoryFormat> memory_format_opt) {\n"
+                        "  TORCH_CHECK(\n"
+                        "      scalar_type != ScalarType::Double,\n"
+                        "      \"Unsupported dtype: float64 (Double) dtype is not supported by "
+                        "this device\");\n"
+                        "  return empty_generic_symint(\n"
+                        "      c10::fromIntArrayRefSlow(size), allocator, ks, scalar_type,\n"
+                        "      memory_format_opt);\n"
+                        "}\n"),
         ),
     ),
     Mutant(

@@ -92,7 +92,7 @@ class _Baseline:
     failing: set[str] = field(default_factory=set)  # nodeids failing on the clean torch
 
 
-def _worker_environ(settings: Settings, case_dir: Path) -> dict[str, str]:
+def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update({
         "OOTCI_DATABASE_URL": settings.resolved_database_url,
@@ -101,6 +101,14 @@ def _worker_environ(settings: Settings, case_dir: Path) -> dict[str, str]:
         # `python -m pytest` from the backend dir would otherwise put the source tree first
         # on sys.path and test whatever build sits in it instead of this mutant's install.
         "PYTHONSAFEPATH": "1",
+        # Every case dir has the same layout (overlay/, cache/builds/...), so with paths
+        # under the work root rewritten relative to the build dir, a translation unit whose
+        # headers a mutant did not touch hits the cache of an earlier case: only what the
+        # mutant changed is compiled again. The cache itself outlives the corpus run.
+        "CCACHE_BASEDIR": str(work_root),
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_DIR": os.environ.get("CCACHE_DIR",
+                                     str(settings.resolved_cache_dir / "corpus-ccache")),
     })
     return env
 
@@ -116,7 +124,7 @@ def _execute(cfg: LiveConfig, label: str, spec: str, case_dir: Path, mutant: str
     cfg.progress(f"{label}: run {run_id} ({spec})")
     proc = subprocess.Popen(
         [str(python), "-m", "workers.corpus.worker", str(run_id)],
-        env=_worker_environ(cfg.settings, case_dir), cwd=case_dir,
+        env=_worker_environ(cfg.settings, cfg.work_root, case_dir), cwd=case_dir,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
     )
     assert proc.stdout is not None
