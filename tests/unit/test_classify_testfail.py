@@ -62,3 +62,20 @@ def test_huge_details_are_bounded() -> None:
     finding = classify_test_failure(NODE, None, details)
     assert finding.subtype is Subtype.TEST_REGRESSION
     assert len(finding.line) < 3000
+
+
+def test_the_runners_own_crash_and_timeout_messages() -> None:
+    # What workers/pipeline/testing.py records for a test that killed pytest or hung.
+    crash = classify_test_failure(NODE, "Segmentation fault (SIGSEGV)", None, outcome="crashed")
+    assert (crash.subtype, crash.rule, crash.captures["signal"]) == (
+        Subtype.CRASH, "crash-signal", "Segmentation fault")
+    hung = classify_test_failure(NODE, "timed out after 30 s (killed by ootci)", None,
+                                 outcome="crashed")
+    assert (hung.category, hung.subtype, hung.captures["limit"]) == (
+        Category.INFRA, Subtype.TIMEOUT, "30")
+    module = classify_test_failure(
+        NODE, "RuntimeError: Try to call torch.openreg.is_current_stream_capturing. The "
+              "backend must register a custom backend module with "
+              "`torch._register_device_module('openreg', BackendModule)`.", None)
+    assert (module.subtype, module.captures["hook"]) == (
+        Subtype.NEW_HOOK_REQUIRED, "is_current_stream_capturing")

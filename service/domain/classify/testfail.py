@@ -2,7 +2,8 @@
 
 ``classify_test_failure(nodeid, message, details, stage=Stage.TEST, *, outcome=None)``
 
-- A crash (``outcome == "crashed"``, or a fatal signal in the text) -> crash.
+- A crash (``outcome == "crashed"``, or a fatal signal in the text) -> crash, unless the
+  text names an infra cause (the runner reports a test it killed for hanging as crashed).
 - Otherwise the test-stage rules refine it from the message/traceback: a PrivateUse1 hook
   or kernel the backend lacks -> new-hook-required, a dtype check -> new-dtype-check, a
   torch Python API gone -> symbol-removed, a pytest-timeout -> infra/timeout.
@@ -54,7 +55,11 @@ def classify_test_failure(
     found = find_decisive(text, stage, rules=rules) if text else None
     evidence = _first_line(message or "") or _first_line(details or "") or f"{nodeid} failed"
 
-    if outcome == CRASHED_OUTCOME and (found is None or found.subtype is not Subtype.CRASH):
+    # A runner that killed a hung test reports it as crashed; the timeout says more.
+    crash_unexplained = found is None or (
+        found.subtype is not Subtype.CRASH and found.category is not Category.INFRA
+    )
+    if outcome == CRASHED_OUTCOME and crash_unexplained:
         found = Finding(
             category=Category.UPSTREAM,
             subtype=Subtype.CRASH,
