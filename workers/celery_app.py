@@ -22,6 +22,7 @@ from service.config import Settings, get_settings
 from service.db import dispose_engines
 
 QUEUE = "ootci"
+# Celery ships no type hints: its decorators are marked `untyped-decorator` where used.
 
 
 def run_time_limits(settings: Settings) -> tuple[int, int]:
@@ -67,7 +68,7 @@ app = Celery("ootci", include=["workers.tasks"])
 app.add_defaults(lambda: celery_config(get_settings()))
 
 
-@worker_process_init.connect
+@worker_process_init.connect  # type: ignore[untyped-decorator]
 def _fresh_engine_after_fork(**_kwargs: Any) -> None:
     # A pooled connection inherited from the parent would be shared by two processes.
     dispose_engines()

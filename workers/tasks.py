@@ -44,7 +44,7 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-@app.task(
+@app.task(  # type: ignore[untyped-decorator]
     name="ootci.run.execute",
     bind=True,
     autoretry_for=(InfraFailure,),
@@ -111,7 +111,7 @@ def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]
     return created
 
 
-@app.task(name="ootci.nightly.schedule")
+@app.task(name="ootci.nightly.schedule")  # type: ignore[untyped-decorator]
 def nightly_schedule(night: str | None = None) -> list[int]:
     """Queue tonight's matrix (``night`` = ISO date, default today in UTC)."""
     day = dt.date.fromisoformat(night) if night else dt.datetime.now(dt.UTC).date()
@@ -122,7 +122,7 @@ def nightly_schedule(night: str | None = None) -> list[int]:
     return run_ids
 
 
-@app.task(name="ootci.weekly.pin_report")
+@app.task(name="ootci.weekly.pin_report")  # type: ignore[untyped-decorator]
 def pin_report() -> dict[str, Any]:
     """Per backend, the newest torch build it passed on, next to the configured pins."""
     settings = get_settings()
@@ -184,7 +184,7 @@ def plan_rerun(session: Session, run_id: int) -> int | None:
     return new.id
 
 
-@app.task(name="ootci.classify.rerun")
+@app.task(name="ootci.classify.rerun")  # type: ignore[untyped-decorator]
 def rerun(run_id: int) -> int | None:
     with session_scope(_engine()) as session:
         new_id = plan_rerun(session, run_id)
@@ -193,7 +193,7 @@ def rerun(run_id: int) -> int | None:
     return new_id
 
 
-@app.task(name="ootci.sweep.stale")
+@app.task(name="ootci.sweep.stale")  # type: ignore[untyped-decorator]
 def sweep_stale() -> list[int]:
     """Send again the runs that lost their message or their worker."""
     with Session(_engine()) as session:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from sqlalchemy import select
@@ -29,7 +29,9 @@ from service.queries import runs as q
 from service.runs import create_run
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
-NOT_FOUND = {404: {"model": Problem, "description": "No such run (or step)"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "No such run (or step)"}
+}
 MAX_LOG_CHUNK = 16 * 1024 * 1024
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from service.models import Backend, Run, TorchBuild
@@ -37,7 +37,7 @@ class TargetKey:
     torch_spec: str | None  # set only when the target is unresolved
 
 
-def _unresolved_spec():  # type: ignore[no-untyped-def]
+def _unresolved_spec() -> ColumnElement[str | None]:
     return case((Run.torch_build_id.is_(None), Run.torch_spec), else_=None)
 
 
@@ -65,7 +65,7 @@ def matrix(
     built = [t.torch_build_id for t in targets if t.torch_build_id is not None]
     unresolved = [t.torch_spec for t in targets if t.torch_build_id is None]
     spec = _unresolved_spec()
-    in_targets = []
+    in_targets: list[ColumnElement[bool]] = []
     if built:
         in_targets.append(Run.torch_build_id.in_(built))
     if unresolved:

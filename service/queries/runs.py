@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, selectinload
@@ -28,7 +29,10 @@ class RunPage:
     backend_names: dict[int, str] = field(default_factory=dict)
 
 
-def _filtered(stmt: Select[tuple[Run]], filters: RunFilters) -> Select[tuple[Run]]:
+_Row = TypeVar("_Row")
+
+
+def _filtered(stmt: Select[_Row], filters: RunFilters) -> Select[_Row]:
     if filters.backend is not None:
         stmt = stmt.join(Backend, Backend.id == Run.backend_id).where(
             Backend.name == filters.backend
@@ -57,7 +61,7 @@ def list_runs(
     """Newest first. Ids grow with creation time, so ordering by id walks the primary key
     index instead of sorting; ``before_id`` is keyset pagination (stable under inserts),
     ``offset`` the simple kind. ``total`` counts every match of the filters."""
-    total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0  # type: ignore[arg-type]
+    total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0
     stmt = _filtered(select(Run), filters)
     if before_id is not None:
         stmt = stmt.where(Run.id < before_id)
