@@ -1,0 +1,256 @@
+"""Provisioning torch environments with real pip, real venvs and a real HTTP index.
+
+Real torch wheels are ~1 GB, so the pip/nightly/wheel paths are exercised with a tiny but
+genuine wheel named ``torch`` (built here) served from a PEP 503 index on 127.0.0.1;
+``installed`` and ``path:`` use the torch of the interpreter running the tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import http.server
+import importlib.metadata
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.provision import MARKER, parse_spec, provision
+from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
+
+OLD_NIGHTLY = "2.14.0.dev20261120+cpu"
+NEW_NIGHTLY = "2.14.0.dev20261124+cpu"
+
+
+def git_sha(version: str) -> str:
+    return hashlib.sha1(version.encode()).hexdigest()
+
+
+def build_fake_torch_wheel(out_dir: Path, version: str, tag: str = "py3-none-any") -> Path:
+    """A valid wheel of a package named torch: torch.__version__ and torch.version.git_version,
+    nothing else."""
+    files = {
+        "torch/__init__.py": f"from torch import version\n__version__ = {version!r}\n",
+        "torch/version.py": f"__version__ = {version!r}\ngit_version = {git_sha(version)!r}\n",
+        f"torch-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"torch-{version}.dist-info/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: ootci-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"
+        ),
+    }
+    record = f"torch-{version}.dist-info/RECORD"
+    lines = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        lines.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    files[record] = "\n".join([*lines, f"{record},,"]) + "\n"
+    wheel = out_dir / f"torch-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, text in files.items():
+            # A fixed timestamp: the same version built twice is the same bytes.
+            zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text)
+    return wheel
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PEP 503 index on loopback with two nightlies and a newer, incompatible wheel."""
+    root = tmp_path_factory.mktemp("index")
+    files = root / "files"
+    files.mkdir()
+    wheels = [
+        build_fake_torch_wheel(files, OLD_NIGHTLY),
+        build_fake_torch_wheel(files, NEW_NIGHTLY),
+        # Newer, but for a Python/platform this interpreter cannot install: must be skipped.
+        build_fake_torch_wheel(files, "2.15.0.dev20261125", tag="cp27-cp27mu-linux_armv7l"),
+    ]
+    project = root / "simple" / "torch"
+    project.mkdir(parents=True)
+    anchors = "\n".join(
+        f'<a href="../../files/{w.name.replace("+", "%2B")}#sha256={sha256_of(w)}">{w.name}</a><br>'
+        for w in wheels
+    )
+    (project / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{anchors}\n</body></html>\n")
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module: later tests reuse envs the earlier ones made."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def do_provision(text: str, cache: Path, log_path: Path, **index_urls: str) -> TorchEnv:
+    with LogSink(log_path) as log:
+        return provision(parse_spec(text, **index_urls), cache, log)
+
+
+def test_installed_is_the_running_interpreter(tmp_path: Path) -> None:
+    env = do_provision("installed", tmp_path / "cache", tmp_path / "log")
+    assert env.python == Path(sys.executable)
+    assert env.version == importlib.metadata.version("torch")
+    assert len(env.git_version) == 40
+    assert env.pythonpath == () and env.environ() == {}
+    assert (env.torch_dir / "__init__.py").is_file()
+    assert not (tmp_path / "cache" / "envs").exists()  # no venv for `installed`
+    assert do_provision("installed", tmp_path / "cache", tmp_path / "log").env_key == env.env_key
+
+
+def _overlay_of_installed_torch(root: Path, version: str, git_version: str) -> Path:
+    """Hard links of the installed torch plus one patched file (a fresh inode, so the
+    installed torch is untouched)."""
+    installed = Path(importlib.util.find_spec("torch").origin).parent  # type: ignore[arg-type,union-attr]
+    overlay = root / "overlay"
+    shutil.copytree(installed, overlay / "torch", copy_function=os.link)
+    version_py = overlay / "torch" / "version.py"
+    text = version_py.read_text()
+    version_py.unlink()
+    original = importlib.metadata.version("torch")
+    assert f"__version__ = '{original}'" in text
+    patched = text.replace(f"__version__ = '{original}'", f"__version__ = '{version}'")
+    version_py.write_text(patched + f"\ngit_version = '{git_version}'\n")
+    return overlay
+
+
+@pytest.mark.slow
+def test_path_overlay_comes_first(tmp_path: Path) -> None:
+    overlay = _overlay_of_installed_torch(tmp_path, "2.13.0+overlay", "f" * 40)
+    env = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log")
+    assert env.source_kind == "path"
+    assert (env.version, env.git_version) == ("2.13.0+overlay", "f" * 40)
+    assert env.pythonpath == (overlay.resolve(),)
+    assert env.torch_dir == overlay.resolve() / "torch"
+    assert env.python == Path(sys.executable)
+    # What build and test subprocesses get imports the overlay, not site-packages' torch.
+    out = subprocess.run(
+        [str(env.python), "-c", "import torch; print(torch.__version__, torch.__file__)"],
+        env={**os.environ, **env.environ()},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == ["2.13.0+overlay", str(overlay.resolve() / "torch" / "__init__.py")]
+    # The installed torch was not touched through the hard links.
+    assert importlib.metadata.version("torch") != "2.13.0+overlay"
+    assert (
+        "2.13.0+overlay"
+        not in (Path(importlib.util.find_spec("torch").origin).parent / "version.py").read_text()
+    )  # type: ignore[arg-type,union-attr]
+
+
+def test_path_without_torch_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="is not a torch install"):
+        do_provision(f"path:{tmp_path}", tmp_path / "cache", tmp_path / "log")
+
+
+def test_unresolvable_requirement_is_a_spec_error_quickly(tmp_path: Path) -> None:
+    start = time.monotonic()
+    with pytest.raises(SpecError) as info:
+        do_provision("pip:torch==0.0.0.1", tmp_path / "cache", tmp_path / "log")
+    assert time.monotonic() - start < 60
+    message = str(info.value)
+    assert "'torch==0.0.0.1' does not resolve" in message
+    assert "ERROR" in message  # pip's own reason
+    assert not (tmp_path / "cache" / "envs").exists() or not any(
+        (tmp_path / "cache" / "envs").iterdir()
+    )
+
+
+def test_unreachable_nightly_index_is_an_infra_error_quickly(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/simple"
+    start = time.monotonic()
+    with pytest.raises(ProvisionError, match="package index unreachable") as info:
+        do_provision("nightly", tmp_path / "cache", tmp_path / "log", nightly_index_url=dead)
+    assert info.value.kind == "infra"
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.slow
+def test_nightly_resolves_the_newest_compatible_wheel_and_reuses_its_env(
+    index: str, cache: Path, tmp_path: Path
+) -> None:
+    env = do_provision("nightly", cache, tmp_path / "first.log", nightly_index_url=index)
+    assert (env.source_kind, env.version, env.git_version) == (
+        "nightly",
+        NEW_NIGHTLY,
+        git_sha(NEW_NIGHTLY),
+    )
+    assert env.python == cache / "envs" / env.env_key / "bin" / "python"
+    assert env.torch_dir.is_relative_to(cache / "envs" / env.env_key)
+    assert (cache / "envs" / env.env_key / MARKER).is_file()
+    # The test tools every suite relies on are in the env.
+    subprocess.run(
+        [str(env.python), "-c", "import numpy, expecttest, pytest, pytest_timeout"], check=True
+    )
+
+    start = time.monotonic()
+    again = do_provision("nightly", cache, tmp_path / "second.log", nightly_index_url=index)
+    assert time.monotonic() - start < 10
+    assert again == env
+    assert "reusing env" in (tmp_path / "second.log").read_text()
+
+
+@pytest.mark.slow
+def test_specs_resolving_to_the_same_wheel_share_one_env(
+    index: str, cache: Path, tmp_path: Path
+) -> None:
+    nightly = do_provision("nightly", cache, tmp_path / "n.log", nightly_index_url=index)
+    pinned = do_provision(f"pip:torch=={NEW_NIGHTLY}@@{index}", cache, tmp_path / "p.log")
+    assert pinned.source_kind == "pip"
+    assert pinned.env_key == nightly.env_key and pinned.python == nightly.python
+    assert "reusing env" in (tmp_path / "p.log").read_text()
+
+    older = do_provision(f"pip:torch=={OLD_NIGHTLY}@@{index}", cache, tmp_path / "o.log")
+    assert older.version == OLD_NIGHTLY
+    assert older.env_key != nightly.env_key
+
+
+@pytest.mark.slow
+def test_wheel_file_spec(index: str, cache: Path, tmp_path: Path) -> None:
+    wheel = build_fake_torch_wheel(tmp_path, NEW_NIGHTLY)
+    env = do_provision(f"wheel:{wheel}", cache, tmp_path / "w.log")
+    assert (env.source_kind, env.version) == ("wheel", NEW_NIGHTLY)
+    # Same bytes as the nightly on the index: content-addressed, so the same env.
+    nightly = do_provision("nightly", cache, tmp_path / "n.log", nightly_index_url=index)
+    assert env.env_key == nightly.env_key
+
+
+def test_missing_wheel_file_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="no wheel file at"):
+        do_provision(
+            f"wheel:{tmp_path}/torch-2.13.0-py3-none-any.whl", tmp_path / "c", tmp_path / "log"
+        )
+
+
+def test_requirement_missing_from_an_index_is_a_spec_error(index: str, tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="'torch==2.9.0' does not resolve"):
+        do_provision(f"pip:torch==2.9.0@@{index}", tmp_path / "cache", tmp_path / "log")
