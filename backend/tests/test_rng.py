@@ -1,0 +1,89 @@
+"""Per-device generators: seeding, state save/restore, explicit generators."""
+
+import torch
+
+
+def test_manual_seed_reproduces(device):
+    torch.openreg.manual_seed(123)
+    a = torch.randn(100, device=device).cpu()
+    torch.openreg.manual_seed(123)
+    b = torch.randn(100, device=device).cpu()
+    torch.openreg.manual_seed(124)
+    c = torch.randn(100, device=device).cpu()
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_openreg_stream_is_independent_of_cpu_generator(device):
+    torch.openreg.manual_seed(7)
+    a = torch.rand(50, device=device).cpu()
+    torch.openreg.manual_seed(7)
+    torch.rand(1000)  # drawing from the CPU generator must not shift openreg's
+    b = torch.rand(50, device=device).cpu()
+    assert torch.equal(a, b)
+
+
+def test_get_set_rng_state_roundtrip(device):
+    torch.openreg.manual_seed(0)
+    state = torch.openreg.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    a = torch.rand(20, device=device).cpu()
+    torch.openreg.set_rng_state(state)
+    b = torch.rand(20, device=device).cpu()
+    assert torch.equal(a, b)
+
+
+def test_state_all_and_seed_all(two_devices):
+    torch.openreg.manual_seed_all(5)
+    states = torch.openreg.get_rng_state_all()
+    assert len(states) == torch.openreg.device_count()
+    x0 = torch.rand(10, device="openreg:0").cpu()
+    x1 = torch.rand(10, device="openreg:1").cpu()
+    assert torch.equal(x0, x1)  # same seed, separate generators
+    torch.openreg.set_rng_state_all(states)
+    assert torch.equal(torch.rand(10, device="openreg:1").cpu(), x1)
+    torch.openreg.seed_all()
+    assert torch.openreg.default_generators[0].initial_seed() == \
+        torch.openreg.default_generators[1].initial_seed()
+
+
+def test_initial_seed_and_seed(device):
+    torch.openreg.manual_seed(42)
+    assert torch.openreg.initial_seed() == 42
+    torch.openreg.seed()
+    new_seed = torch.openreg.initial_seed()
+    assert isinstance(new_seed, int)
+    torch.openreg.manual_seed(new_seed)
+    a = torch.rand(5, device=device).cpu()
+    torch.openreg.manual_seed(new_seed)
+    assert torch.equal(torch.rand(5, device=device).cpu(), a)
+
+
+def test_torch_manual_seed_seeds_openreg(device):
+    torch.manual_seed(99)
+    a = torch.randn(10, device=device).cpu()
+    torch.manual_seed(99)
+    b = torch.randn(10, device=device).cpu()
+    assert torch.equal(a, b)
+    assert torch.openreg.initial_seed() == 99
+
+
+def test_explicit_generator(device):
+    g = torch.Generator(device=device)
+    assert g.device == device
+    g.manual_seed(3)
+    a = torch.randn(10, device=device, generator=g).cpu()
+    g.manual_seed(3)
+    b = torch.randn(10, device=device, generator=g).cpu()
+    assert torch.equal(a, b)
+    # Uses the same engine as CPU's mt19937 generator: same seed, same numbers.
+    assert torch.equal(a, torch.randn(10, generator=torch.Generator().manual_seed(3)))
+
+
+def test_default_generator_and_distribution_ops(device):
+    torch.openreg.manual_seed(11)
+    x = torch.empty(10000, device=device).uniform_(2.0, 3.0).cpu()
+    assert 2.0 <= x.min() and x.max() < 3.0
+    d = torch.nn.functional.dropout(torch.ones(10000, device=device), p=0.5).cpu()
+    assert 0.4 < (d == 0).float().mean() < 0.6
+    assert torch.openreg.default_generators[0].device == device
