@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.templating import Jinja2Templates
@@ -64,12 +65,28 @@ def trusted_svg(svg: str) -> Markup:
     return Markup(svg)
 
 
+def _base(request: Request, route: str, **params: Any) -> str:
+    """A route's URL without its last path parameter, once per request: Starlette's url_for
+    walks the routing table on each call, and list pages link hundreds of runs."""
+    cache: dict[str, str] | None = getattr(request.state, "dash_url_bases", None)
+    if cache is None:
+        cache = request.state.dash_url_bases = {}
+    if route not in cache:
+        cache[route] = str(request.url_for(route, **params))
+    return cache[route]
+
+
+@pass_context
+def run_url(context: dict[str, Any], run_id: int) -> str:
+    base = _base(context["request"], "dash_run", run_id=0)
+    return f"{base.removesuffix('0')}{int(run_id)}"
+
+
 @pass_context
 def test_url(context: dict[str, Any], nodeid: str) -> str:
     """A test's history page. The nodeid goes in the query string, percent-encoded, because
     parametrised ids hold characters ('?', '#', '[', spaces) a path cannot carry verbatim."""
-    request: Request = context["request"]
-    return str(request.url_for("dash_tests").include_query_params(nodeid=nodeid))
+    return f"{_base(context['request'], 'dash_tests')}?nodeid={quote(nodeid, safe='')}"
 
 
 templates = Jinja2Templates(directory=str(TEMPLATE_DIR))
@@ -81,7 +98,7 @@ templates.env.filters.update(
     filesize=filesize,
     trusted_svg=trusted_svg,
 )
-templates.env.globals["test_url"] = test_url
+templates.env.globals.update(test_url=test_url, run_url=run_url)
 
 
 def render(
