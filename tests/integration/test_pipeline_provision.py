@@ -254,3 +254,28 @@ def test_missing_wheel_file_is_a_spec_error(tmp_path: Path) -> None:
 def test_requirement_missing_from_an_index_is_a_spec_error(index: str, tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="'torch==2.9.0' does not resolve"):
         do_provision(f"pip:torch==2.9.0@@{index}", tmp_path / "cache", tmp_path / "log")
+
+
+@pytest.mark.slow
+def test_uv_builds_the_env_when_on_path(
+    index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = tmp_path / "uv-tool"
+    got_uv = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(tools), "uv"],
+        capture_output=True,
+        text=True,
+    )
+    if got_uv.returncode != 0:
+        pytest.skip(f"uv is not installable here: {got_uv.stderr[-300:]}")
+    monkeypatch.setenv("PATH", f"{tools / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    cache = tmp_path / "cache"
+    env = do_provision("nightly", cache, tmp_path / "uv.log", nightly_index_url=index)
+    assert env.version == NEW_NIGHTLY
+    log = (tmp_path / "uv.log").read_text()
+    assert f"$ uv venv --seed --python {sys.executable}" in log
+    assert "$ uv pip install --python" in log
+    assert (cache / "uv").is_dir()  # uv's shared package cache
+    # Seeded with pip: recipes run `{python} -m pip install ...`.
+    subprocess.run([str(env.python), "-m", "pip", "--version"], check=True, capture_output=True)
+    subprocess.run([str(env.python), "-c", "import pytest_timeout, setuptools"], check=True)

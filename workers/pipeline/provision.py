@@ -55,6 +55,9 @@ SPEC_FORMS = (
 )
 # What every backend suite can count on besides torch.
 TEST_TOOLS = ("numpy", "expecttest", "pytest", "pytest-timeout")
+# Backends build with `pip install --no-build-isolation` against the env's torch, so the
+# build backend itself must already be there.
+BUILD_TOOLS = ("setuptools", "wheel")
 MARKER = "ootci-env.json"
 HTTP_TIMEOUT_S = 20
 PIP_TIMEOUT_S = 3600
@@ -297,14 +300,16 @@ def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
         if spec.index_url:
             cmd += ["--index-url", spec.index_url]
             env = _pip_env_for_index(spec.index_url)
+        first_line = log.lines_written
         result = run_streaming(cmd, cwd=Path(tmp), env=env, log=log, timeout_s=600)
         if result.returncode != 0 or not report.is_file():
-            reasons = [line for line in log.tail(40) if "ERROR" in line or "error" in line]
-            text = "\n".join(log.tail(40))
+            output = log.tail(log.lines_written - first_line)
+            reasons = [line for line in output if "ERROR" in line or "error:" in line]
+            text = "\n".join(output)
             if result.killed_reason or any(sig in text for sig in _INFRA_SIGNATURES):
+                why = result.killed_reason or (reasons[-1] if reasons else f"see {log.path}")
                 raise ProvisionError(
-                    f"pip could not reach its index resolving {spec.requirement!r}: "
-                    f"{result.killed_reason or reasons[-1:] or 'see log'}"
+                    f"pip failed (network or disk) resolving {spec.requirement!r}: {why}"
                 )
             reason = "; ".join(reasons[-3:]) or f"pip exited with {result.returncode}"
             raise SpecError(f"torch requirement {spec.requirement!r} does not resolve: {reason}")
@@ -377,7 +382,8 @@ def _create_venv(
     python = venv / "bin" / "python"
     if _installer() == "uv":
         overrides = {"UV_CACHE_DIR": str(cache_dir / "uv")}
-        create = ["uv", "venv", "--python", sys.executable, str(venv)]
+        # --seed: recipes run `{python} -m pip install ...`, so the venv needs pip.
+        create = ["uv", "venv", "--seed", "--python", sys.executable, str(venv)]
         install = ["uv", "pip", "install", "--python", str(python)]
     else:
         overrides = {"PIP_CACHE_DIR": str(cache_dir / "pip")}
@@ -385,7 +391,7 @@ def _create_venv(
         install = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     if extra_index:
         install += ["--extra-index-url", extra_index]
-    install += [artifact.url, *TEST_TOOLS]
+    install += [artifact.url, *TEST_TOOLS, *BUILD_TOOLS]
     environ = child_env(overrides)
     environ.pop("PYTHONPATH", None)  # the venv must see its own site-packages only
     for cmd, what in ((create, "create the venv"), (install, "install torch")):
