@@ -115,7 +115,7 @@ def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str,
     if push.repo.lower() == settings.watched_upstream_repo.lower():
         if push.branch != settings.watched_upstream_branch:
             return Decision(IGNORED, f"push to {push.ref}, not {settings.watched_upstream_branch}")
-        return _upstream_push(session, push, push_info)
+        return _upstream_push(session, settings, push, push_info)
     watching = [b for b in _backends(session) if _same_repo(b.source, push.repo_urls)]
     if not watching:
         return Decision(IGNORED, f"push to {push.repo}: neither upstream nor a registered backend")
@@ -135,7 +135,9 @@ def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str,
     )
 
 
-def _upstream_push(session: Session, push: PushEvent, info: dict[str, Any]) -> Decision:
+def _upstream_push(
+    session: Session, settings: Settings, push: PushEvent, info: dict[str, Any]
+) -> Decision:
     """A commit on upstream main is only testable once a torch build of it exists."""
     build = session.scalar(
         select(TorchBuild)
@@ -143,7 +145,7 @@ def _upstream_push(session: Session, push: PushEvent, info: dict[str, Any]) -> D
         .order_by(TorchBuild.created_at.desc())
         .limit(1)
     )
-    spec = _installable_spec(build) if build is not None else None
+    spec = _installable_spec(build, settings) if build is not None else None
     if spec is None:
         return Decision(
             RECORDED,
@@ -159,11 +161,14 @@ def _upstream_push(session: Session, push: PushEvent, info: dict[str, Any]) -> D
     )
 
 
-def _installable_spec(build: TorchBuild) -> str | None:
+def _installable_spec(build: TorchBuild, settings: Settings) -> str | None:
     """A spec that provisions exactly this build again. ``nightly`` would resolve to
-    whatever is newest by then, and ``installed`` to whatever this machine has."""
-    if build.source_kind in (SourceKind.NIGHTLY, SourceKind.INSTALLED):
+    whatever is newest by then, so a nightly is pinned to its version on the nightly index
+    (``pip:<req>@@<index>``); ``installed`` is whatever this machine has, so not that."""
+    if build.source_kind == SourceKind.INSTALLED:
         return None
+    if build.source_kind == SourceKind.NIGHTLY:
+        return f"pip:torch=={build.version}@@{settings.nightly_index_url}"
     return build.spec
 
 

@@ -323,3 +323,24 @@ def test_relayed_pull_request_routes_like_a_direct_one(client: TestClient, engin
         run = s.get_one(Run, resp.json()["run_ids"][0])
     assert run.trigger_info["via"] == "repository_dispatch:pull_request"
     assert run.trigger_info["pr"] == 165432
+
+
+def test_upstream_push_contained_in_a_known_nightly_queues_that_exact_nightly(
+    client: TestClient, engine: Engine, settings: Settings
+) -> None:
+    sha = json.loads(fixture_body("push_upstream_main.json"))["after"]
+    with session_scope(engine) as s:
+        s.add(
+            TorchBuild(
+                spec="nightly",
+                source_kind=SourceKind.NIGHTLY,
+                version="2.15.0.dev20261126+cpu",
+                git_version=sha,
+            )
+        )
+    resp = post(client, fixture_body("push_upstream_main.json"), "push")
+    assert resp.json()["status"] == "queued"
+    with Session(engine) as s:
+        specs = set(s.scalars(select(Run.torch_spec).where(Run.id.in_(resp.json()["run_ids"]))))
+    # Not "nightly": that would resolve to whatever is newest when the worker gets to it.
+    assert specs == {f"pip:torch==2.15.0.dev20261126+cpu@@{settings.nightly_index_url}"}
