@@ -111,7 +111,8 @@ def test_segfaulting_suite_records_every_test(
     segv = by_name["test_a3_segfaults_in_cpp"]
     assert segv.message == "Segmentation fault (SIGSEGV)"
     assert "read_device_pointer" in (segv.details or "")  # faulthandler's Python stack
-    assert by_name["test_a5_hangs"].message == "timed out after 3 s"  # the recipe's limit
+    # The recipe's limit; pytest-timeout normally fires, ootci's watchdog if the box is slow.
+    assert (by_name["test_a5_hangs"].message or "").startswith("timed out after 3 s")
     assert "a real failure, not a crash" in (by_name["test_a6_after_hang_fails"].message or "")
     assert result.step.status is StepStatus.FAILED
     assert result.step.summary == "5 passed, 1 failed, 2 crashed, 1 skipped"
