@@ -182,3 +182,14 @@ def test_rules_digest_changes_with_the_rules() -> None:
     assert parse_rules(base).digest == parse_rules(base).digest
     assert parse_rules(base).digest != parse_rules(base + "\n# edited\n").digest
     assert len(default_rules().digest) == 16
+
+
+def test_classes_in_anonymous_namespaces_are_named() -> None:
+    # The reference backend defines its hooks in an anonymous namespace; gcc spells it so.
+    line = ("/b/csrc/runtime/OpenRegHooks.cpp:27:8: error: ‘bool openreg::{anonymous}::"
+            "OpenRegHooks::hasPrimaryContext(c10::DeviceIndex) const’ marked ‘override’, but "
+            "does not override")
+    finding = classify_log(line, Stage.BUILD)
+    assert finding is not None and finding.rule == "cxx-override-mismatch"
+    assert finding.captures["class"] == "openreg::{anonymous}::OpenRegHooks"
+    assert finding.captures["symbol"] == "hasPrimaryContext"

@@ -79,3 +79,29 @@ def test_the_runners_own_crash_and_timeout_messages() -> None:
               "`torch._register_device_module('openreg', BackendModule)`.", None)
     assert (module.subtype, module.captures["hook"]) == (
         Subtype.NEW_HOOK_REQUIRED, "is_current_stream_capturing")
+
+
+def test_collection_error_with_an_undefined_symbol_is_link_abi() -> None:
+    # pytest's longrepr for a test module whose import loads a backend .so that needs a
+    # symbol the installed libtorch lacks (the pipeline classifies it at the import stage).
+    details = (
+        "ImportError while importing test module '/w/backend/tests/test_memory.py'.\n"
+        "Hint: make sure your test modules/packages have valid Python names.\n"
+        "Traceback:\n"
+        "backend/tests/test_memory.py:3: in <module>\n"
+        "    import torch_openreg\n"
+        "E   ImportError: /w/backend/torch_openreg/lib/libtorch_openreg.so: undefined symbol: "
+        "_ZN2at26registerHostAllocatorStatsEN3c1010DeviceTypeEPNS_13HostAllocatorE\n"
+    )
+    finding = classify_test_failure("backend/tests/test_memory.py", None, details,
+                                    Stage.IMPORT, outcome="error")
+    assert (finding.stage, finding.subtype, finding.rule) == (
+        Stage.IMPORT, Subtype.LINK_ABI, "import-undefined-symbol")
+    assert "registerHostAllocatorStats" in finding.captures["symbol"]
+
+
+def test_an_added_dtype_check_is_new_dtype_check() -> None:
+    finding = classify_test_failure(
+        NODE, "RuntimeError: Unsupported dtype: float64 (Double) dtype is not supported by "
+              "this device", None)
+    assert finding.subtype is Subtype.NEW_DTYPE_CHECK
