@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from service.models import Backend, Breakage, Failure, Run, Step, TestResult, TorchBuild
 
 FINISHED = ("passed", "failed", "errored")
+FAILED_OUTCOMES = ("failed", "error", "crashed")
 
 
 def has_runs(session: Session) -> bool:
@@ -79,11 +80,21 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
         facts.suite_counts[run_id][suite][outcome] = int(n)
     for run_id, nodeid, suite in session.execute(
         select(TestResult.run_id, TestResult.nodeid, TestResult.suite).where(
-            TestResult.run_id.in_(ids), TestResult.outcome.in_(("failed", "error", "crashed"))
+            TestResult.run_id.in_(ids), TestResult.outcome.in_(FAILED_OUTCOMES)
         )
     ):
         facts.suite_of[run_id][nodeid] = suite
     return facts
+
+
+def failed_results(session: Session, run_id: int, *, limit: int) -> list[TestResult]:
+    """A run's failed, errored and crashed tests (the run_id index, then a filter)."""
+    return list(session.scalars(
+        select(TestResult)
+        .where(TestResult.run_id == run_id, TestResult.outcome.in_(FAILED_OUTCOMES))
+        .order_by(TestResult.id)
+        .limit(limit)
+    ))
 
 
 def active_runs(session: Session, *, limit: int = 10) -> list[tuple[Run, str]]:

@@ -15,6 +15,7 @@ from service.api.pages.logview import page_of_line, paginate
 from service.api.params import RunId
 from service.api.templates import render
 from service.models import Breakage, Failure, RunState
+from service.queries import dashboard
 from service.queries import runs as run_queries
 
 router = APIRouter()
@@ -75,9 +76,7 @@ def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLRespon
         if breakage_ids else {}
     )
     groups = group_failures(list(run.failures), breakages)
-    failed_tests = run_queries.list_test_results(
-        session, run.id, outcome="failed", limit=FAILED_TESTS_SHOWN)
-    crashed = run_queries.list_test_results(session, run.id, outcome="crashed", limit=50)
+    counts = run_queries.outcome_counts(session, run.id)
     return render(request, "run.html", {
         "page_title": f"Run {run.id}",
         "run": run,
@@ -88,9 +87,9 @@ def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLRespon
             (b, [(f, evidence(f)) for f in fs[:FAILURES_PER_GROUP]], len(fs))
             for b, fs in groups
         ],
-        "counts": run_queries.outcome_counts(session, run.id),
-        "failed_tests": failed_tests.results + crashed.results,
-        "failed_total": failed_tests.total + crashed.total,
+        "counts": counts,
+        "failed_tests": dashboard.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
+        "failed_total": sum(counts.get(o, 0) for o in dashboard.FAILED_OUTCOMES),
     })
 
 

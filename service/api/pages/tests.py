@@ -47,7 +47,7 @@ def by_target(entries: list[dashboard.HistoryEntry], last: int) -> list[TargetRo
 def _history(request: Request, session: SessionDep, nodeid: str, last: int) -> HTMLResponse:
     entries = dashboard.history_of_test(
         session, nodeid, limit=min(MAX_RESULTS, last * RESULTS_PER_TARGET))
-    failing = sum(1 for e in entries if e.outcome in ("failed", "error", "crashed"))
+    failing = sum(1 for e in entries if e.outcome in dashboard.FAILED_OUTCOMES)
     return render(request, "test_history.html", {
         "page_title": nodeid,
         "nodeid": nodeid,
