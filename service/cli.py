@@ -87,11 +87,12 @@ def run(
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
+    from workers.pipeline.provision import parse_spec
+
     from service.db import session_scope
     from service.models import Run, RunState
     from service.runs import create_run, get_or_create_backend
     from workers.pipeline.execute import execute_run
-    from workers.pipeline.provision import parse_spec
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
 
@@ -338,4 +339,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

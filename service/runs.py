@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import CursorResult, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.models import Backend, Run, RunState, utcnow
@@ -62,7 +62,7 @@ def claim_run(
     caller must then do nothing (that is what makes ``acks_late`` redelivery idempotent).
     """
     now = now or utcnow()
-    result = session.execute(
+    result: CursorResult[Any] = session.execute(  # type: ignore[assignment]
         update(Run)
         .where(
             Run.id == run_id,
@@ -90,7 +90,7 @@ def claim_run(
 
 def renew_lease(session: Session, run_id: int, worker_id: str, lease_s: int) -> bool:
     """Extend a live lease (called as a long run makes progress). False = we lost the run."""
-    result = session.execute(
+    result: CursorResult[Any] = session.execute(  # type: ignore[assignment]
         update(Run)
         .where(Run.id == run_id, Run.claimed_by == worker_id, Run.state == RunState.RUNNING)
         .values(lease_expires_at=utcnow() + dt.timedelta(seconds=lease_s))

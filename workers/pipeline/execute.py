@@ -211,11 +211,10 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
     if build_outcome.status is OutcomeStatus.PASSED:
         tests = _test_step(ctx, recipe, env)
 
-    with ctx.step(StepName.COLLECT) as (sink, _):
-        with session_scope(ctx.engine) as s:
-            run = s.get_one(Run, ctx.run_id)
-            state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
-            run.transition(state)
+    with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
+        run = s.get_one(Run, ctx.run_id)
+        state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
+        run.transition(state)
     return state
 
 
@@ -236,9 +235,18 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
 
 
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> StepOutcome:
-    build_dir = ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:12]}"
+    build_dir = (
+        ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:12]}"
+    )
     with ctx.step(StepName.BUILD) as (sink, outcomes):
-        outcome = build(recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s)
+        outcome = build(
+            recipe,
+            env,
+            build_dir,
+            sink,
+            timeout_s=ctx.settings.step_timeout_s,
+            cache_dir=ctx.settings.resolved_cache_dir,
+        )
         outcomes.append(outcome)
     return outcome
 

@@ -1,0 +1,65 @@
+"""Time from `ootci run` to verdict, cold and warm, with each step's share.
+
+cold: a fresh OOTCI_HOME (no environment, no build dir, no ccache cache).
+warm: the same home again (environment and build dir reused; ccache if installed).
+
+    python benchmarks/time_to_verdict.py [--torch installed] [--backend backend]
+
+Targets (issue #3): warm <= 60 s, cold <= 5 min on the 2-core reference machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed_run(home: Path, torch: str, backend: Path) -> tuple[float, dict[str, object]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    env["OOTCI_HOME"] = str(home)
+    env["CCACHE_DIR"] = str(home / "ccache")
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.cli", "run", "--torch", torch, "--backend", str(backend), "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return elapsed, json.loads(proc.stdout)
+
+
+def shares(total: float, result: dict[str, object]) -> str:
+    steps = result["steps"]
+    assert isinstance(steps, list)
+    parts = [f"{s['name']} {s['duration_s']:.1f}s ({100 * s['duration_s'] / total:.0f}%)" for s in steps]
+    accounted = sum(s["duration_s"] for s in steps)
+    parts.append(f"overhead {total - accounted:.1f}s ({100 * (total - accounted) / total:.0f}%)")
+    return ", ".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch", default="installed")
+    parser.add_argument("--backend", type=Path, default=ROOT / "backend")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ootci-ttv-") as tmp:
+        home = Path(tmp)
+        cold, cold_result = timed_run(home, args.torch, args.backend.resolve())
+        warm, warm_result = timed_run(home, args.torch, args.backend.resolve())
+    print(f"torch spec: {args.torch}; verdicts: cold={cold_result['state']} warm={warm_result['state']}")
+    print(f"cold: {cold:7.1f} s  (target <= 300 s)  {shares(cold, cold_result)}")
+    print(f"warm: {warm:7.1f} s  (target <=  60 s)  {shares(warm, warm_result)}")
+    print(f"warm/cold ratio: {warm / cold:.2f}")
+
+
+if __name__ == "__main__":
+    main()
