@@ -1,80 +1,15 @@
-"""A live dashboard for the browser tests: real uvicorn on 127.0.0.1 (a free port) over a
-seeded SQLite database, and Debian's Chromium driven by Playwright.
-
-Screenshots go to ``artifacts/screenshots/`` (CI keeps that folder)."""
+"""Fixtures of the browser tests: a seeded and an empty live server, Debian's Chromium."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import uvicorn
-from sqlalchemy import Engine
 
-from service.api.app import create_app
-from service.config import Settings
 from service.db import make_engine
 from service.migrate import upgrade
 from service.seed import SeedSpec, seed_database
-
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-class RecordingDispatcher:
-    """The dashboard never enqueues; this satisfies create_app's Dispatcher protocol."""
-
-    def __init__(self) -> None:
-        self.enqueued: list[int] = []
-
-    def enqueue_run(self, run_id: int) -> None:
-        self.enqueued.append(run_id)
-
-    def check(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-@dataclass
-class LiveServer:
-    url: str
-    engine: Engine
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def serve(engine: Engine, tmp: Path) -> Iterator[LiveServer]:
-    settings = Settings(home=tmp / "home", database_url=str(engine.url))
-    app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    try:
-        yield LiveServer(f"http://127.0.0.1:{port}", engine)
-    finally:
-        server.should_exit = True
-        thread.join(10)
+from tests.e2e.live import CHROMIUM, CHROMIUM_ARGS, LiveServer, serve
 
 
 @pytest.fixture(scope="session")
@@ -126,8 +61,3 @@ def page(browser):  # type: ignore[no-untyped-def]
     assert not external, f"the page requested outside resources: {external}"
 
 
-def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
