@@ -26,7 +26,7 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
-from service.seed import SeedSpec, seed_database
+from service.seed import SeedRefused, SeedSpec, seed_database
 
 
 class NoDispatch:
@@ -370,3 +370,34 @@ def test_pages_render_with_10k_runs(big: tuple[Engine, TestClient]) -> None:
                  "/trends", "/search?q=deviceCount", "/tests",
                  "/tests?nodeid=tests/test_device.py::TestDevice::test_device_count"):
         assert client.get(path).status_code == 200, path
+
+
+# --- the seed the pages are tested on -------------------------------------------------------
+
+
+def test_seed_is_deterministic_and_its_evidence_points_into_the_logs(
+    engine: Engine, tmp_path: Path
+) -> None:
+    seed_database(engine, SMALL)
+    other = make_engine(f"sqlite:///{tmp_path / 'again.db'}")
+    upgrade(other)
+    seed_database(other, SMALL)
+
+    def fingerprint(e: Engine) -> list[tuple[object, ...]]:
+        with Session(e) as s:
+            return [tuple(r) for r in s.execute(
+                select(Failure.run_id, Failure.stage, Failure.nodeid, Failure.line_no,
+                       Failure.subtype, Failure.breakage_id).order_by(Failure.id))]
+
+    assert fingerprint(engine) == fingerprint(other)
+    with Session(engine) as s:
+        for failure in s.scalars(select(Failure)):
+            step = s.scalars(select(Step).where(Step.run_id == failure.run_id,
+                                                Step.name == failure.step_name)).one()
+            lines = step.read_log().decode().splitlines()
+            assert lines[failure.line_no - 1] == failure.line  # type: ignore[operator]
+            assert failure.finding["context_before"] == lines[
+                max(0, failure.line_no - 6): failure.line_no - 1]  # type: ignore[operator]
+    with pytest.raises(SeedRefused):
+        seed_database(other, SMALL)
+    other.dispose()
