@@ -103,3 +103,11 @@ def test_log_pages() -> None:
     assert paginate(b"", 1).lines == [] and paginate(b"", 1).pages == 1
     assert paginate(b"ok \xff\n", 1).lines == ["ok \ufffd"]  # bad bytes shown, not dropped
     assert page_of_line(400, 400) == 1 and page_of_line(401, 400) == 2
+
+
+def test_log_lines_are_numbered_as_the_classifier_counts_them() -> None:
+    # A progress bar (\r), a form feed and CRLF endings: only \n ends a line.
+    data = b"pip 10%\rpip 100%\nsection\x0cnext\r\nerror: boom\n"
+    page = paginate(data, 1)
+    assert page.lines == ["pip 10%\rpip 100%", "section\x0cnext", "error: boom"]
+    assert page.lines[data.count(b"\n", 0, data.index(b"error"))] == "error: boom"

@@ -21,12 +21,19 @@ def page_of_line(line_no: int, per_page: int = LINES_PER_PAGE) -> int:
 
 
 def paginate(data: bytes, page: int, per_page: int = LINES_PER_PAGE) -> LogPage:
-    """Lines of ``page`` (1-based, clamped to the last page). Undecodable bytes become U+FFFD:
-    a log is evidence, so it is shown as it is rather than rejected."""
-    text = data.decode("utf-8", errors="replace")
-    lines = text.splitlines()
+    """Lines of ``page`` (1-based, clamped to the last page).
+
+    Lines are split on b"\n" only, as the classifier counts them, so a Finding's line number
+    lands on the same line here even when a log holds carriage returns (progress bars) or
+    form feeds, which ``str.splitlines`` would treat as line ends. Only the page's lines are
+    decoded; undecodable bytes become U+FFFD: a log is evidence, shown as it is."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":  # the newline that ends the last line does not start another
+        lines.pop()
     total = len(lines)
     pages = max(1, -(-total // per_page))
     page = min(max(1, page), pages)
     start = (page - 1) * per_page
-    return LogPage(page, pages, start + 1, lines[start: start + per_page], total)
+    text = [line.removesuffix(b"\r").decode("utf-8", errors="replace")
+            for line in lines[start: start + per_page]]
+    return LogPage(page, pages, start + 1, text, total)
