@@ -254,7 +254,21 @@ def build_log(fail: Kind | None) -> tuple[bytes, int | None, list[str]]:
     return ("\n".join(lines) + "\n").encode(), decisive, lines
 
 
-def test_log(
+def junit_report(nid: str, kind: Kind) -> tuple[str, str]:
+    """A failed test's JUnit message and traceback; the decisive line ends the traceback."""
+    name = nid.split("::")[-1]
+    details = "\n".join((
+        "Traceback (most recent call last):",
+        f'  File "backend/{nid.split("::")[0]}", line 42, in {name}',
+        "    self.assertEqual(x.cpu(), expected)",
+        '  File "torch/testing/_internal/common_utils.py", line 4103, in assertEqual',
+        "    raise error_metas.pop()[0].to_error(msg)",
+        kind.line,
+    ))
+    return kind.line, details
+
+
+def pytest_log(
     results: Sequence[tuple[str, str, str]], fail: Kind | None, import_fail: bool
 ) -> tuple[bytes, dict[str, int], list[str]]:
     """A pytest log; returns where each failing test's decisive line is (nodeid -> line_no)."""
@@ -425,7 +439,7 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                         step("collect", "pending", 0, None, None)
                         continue
                     if stopper:  # import failure: the suite could not even be collected
-                        log, where, lines = test_log([], stopper.kind, import_fail=True)
+                        log, where, lines = pytest_log([], stopper.kind, import_fail=True)
                         step("test", "failed", 3.2, log, 4, "ImportError")
                         step("collect", "passed", 0.3, None, 0)
                         failures.append((stopper.kind, "test", None, where["<import>"], lines))
@@ -443,30 +457,33 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                                 outcome = "skipped"
                             results.append((suite, nid, outcome))
                         if test_hits:
-                            log, where, lines = test_log(results, test_hits[0].kind, False)
+                            log, _, _ = pytest_log(results, test_hits[0].kind, False)
                         else:
                             cache_key = f"test/{len(results)}"
                             if cache_key not in green_logs or any(r[2] == "flaky" for r in results):
-                                glog, _, _ = test_log(results, None, False)
+                                glog, _, _ = pytest_log(results, None, False)
                                 if not any(r[2] == "flaky" for r in results):
                                     green_logs[cache_key] = (glog, 0)
                                 log = glog
                             else:
                                 log = green_logs[cache_key][0]
-                            where, lines = {}, []
                         n_fail = sum(1 for r in results if r[2] in ("failed", "crashed"))
                         step("test", "failed" if n_fail else "passed", 35.0 + run_id % 11, log,
                              1 if n_fail else 0, f"{n_fail} failed" if n_fail else "all passed")
                         step("collect", "passed", 0.4, None, 0)
                         for i, (suite, nid, outcome) in enumerate(results):
                             kind = failing.get(nid)
+                            report = junit_report(nid, kind) if kind else None
                             rows.test_results.append(dict(
                                 id=ids.next("result"), run_id=run_id, nodeid=nid, suite=suite,
                                 outcome=outcome, duration_s=round(0.01 + (i % 7) * 0.013, 3),
-                                message=kind.line if kind and outcome != "passed" else None,
-                                details=None))
-                            if kind and nid in where:
-                                failures.append((kind, "test", nid, where[nid], lines))
+                                message=report[0] if report else None,
+                                details=report[1] if report else None))
+                            if kind and report:
+                                # As the pipeline does: a failed test is classified from its
+                                # JUnit report, so the line number is within that text.
+                                text = f"{report[0]}\n{report[1]}".split("\n")
+                                failures.append((kind, "test", nid, len(text), text))
 
                 # Classified failures, attached to their breakages.
                 for kind, step_name, failed_id, line_no, lines in failures:

@@ -66,7 +66,8 @@ def test_clicking_a_red_cell_opens_the_run_with_the_decisive_line(
     live: LiveServer, page  # type: ignore[no-untyped-def]
 ) -> None:
     page.goto(live.url + "/")
-    red = page.locator('td.cell[data-verdict="upstream"] a').first
+    # A build break: its evidence is a line of the build log, which the run page links to.
+    red = page.locator('td.cell[data-stage="build"][data-verdict="upstream"] a').first
     href = red.get_attribute("href") or ""
     run_id = int(href.rstrip("/").rsplit("/", 1)[1])
     red.click()

@@ -169,6 +169,21 @@ def test_run_page_shows_the_decisive_line_and_why(seeded: TestClient, engine: En
     assert f"/runs/{failure.run_id}/steps/build/log?page=1&amp;hl={failure.line_no}" in html
 
 
+def test_a_failed_tests_evidence_is_its_report_not_a_log_line(
+    seeded: TestClient, engine: Engine
+) -> None:
+    with Session(engine) as s:
+        failure = s.scalars(select(Failure).where(Failure.nodeid.is_not(None))).first()
+        assert failure is not None
+        only_tests = not s.scalar(select(func.count()).where(
+            Failure.run_id == failure.run_id, Failure.nodeid.is_(None)))
+    html = seeded.get(f"/runs/{failure.run_id}").text
+    assert "From the test's report (message and traceback)" in html
+    assert "Traceback (most recent call last):" in html  # the context around the line
+    if only_tests:
+        assert "hl=" not in html  # nothing to highlight in the step log
+
+
 def test_status_json_reports_steps(seeded: TestClient, engine: Engine) -> None:
     with Session(engine) as s:
         running = s.scalar(select(Run.id).where(Run.state == "running"))
@@ -392,9 +407,14 @@ def test_seed_is_deterministic_and_its_evidence_points_into_the_logs(
     assert fingerprint(engine) == fingerprint(other)
     with Session(engine) as s:
         for failure in s.scalars(select(Failure)):
-            step = s.scalars(select(Step).where(Step.run_id == failure.run_id,
-                                                Step.name == failure.step_name)).one()
-            lines = step.read_log().decode().splitlines()
+            if failure.nodeid:  # a test: classified from its JUnit report, as the pipeline does
+                result = s.scalars(select(TestResult).where(
+                    TestResult.run_id == failure.run_id, TestResult.nodeid == failure.nodeid)).one()
+                lines = f"{result.message}\n{result.details}".split("\n")
+            else:
+                step = s.scalars(select(Step).where(Step.run_id == failure.run_id,
+                                                    Step.name == failure.step_name)).one()
+                lines = step.read_log().decode().split("\n")
             assert lines[failure.line_no - 1] == failure.line  # type: ignore[operator]
             assert failure.finding["context_before"] == lines[
                 max(0, failure.line_no - 6): failure.line_no - 1]  # type: ignore[operator]

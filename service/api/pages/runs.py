@@ -42,7 +42,12 @@ def group_failures(
 
 
 def evidence(failure: Failure) -> dict[str, Any]:
-    """The decisive line with its context, numbered, from the classifier's Finding."""
+    """The decisive line with its context, numbered, from the classifier's Finding.
+
+    A failed test is classified from its JUnit report (message and traceback), so its line
+    numbers count lines of that report; only a failure without a test (a build, an import,
+    a runner that died) points into the step's log, and only then is there a log line to
+    link to."""
     finding = failure.finding or {}
     before = [str(x) for x in finding.get("context_before", [])]
     after = [str(x) for x in finding.get("context_after", [])]
@@ -58,7 +63,8 @@ def evidence(failure: Failure) -> dict[str, Any]:
     return {
         "lines": lines,
         "line_no": line_no,
-        "log_page": page_of_line(line_no) if line_no else None,
+        "source": "report" if failure.nodeid else "log",
+        "log_page": page_of_line(line_no) if line_no and not failure.nodeid else None,
         "explanation": finding.get("explanation") or "",
         "rule": failure.rule or finding.get("rule"),
     }
