@@ -421,3 +421,22 @@ def test_seed_is_deterministic_and_its_evidence_points_into_the_logs(
     with pytest.raises(SeedRefused):
         seed_database(other, SMALL)
     other.dispose()
+
+
+def test_a_queued_run_without_a_resolved_torch(client: TestClient, engine: Engine) -> None:
+    with Session(engine) as s, s.begin():
+        backend = Backend(name="fresh", source="/src")
+        s.add(backend)
+        s.flush()
+        run = Run(backend_id=backend.id, torch_spec="pip:torch==2.99.0", state="queued",
+                  trigger="api")
+        s.add(run)
+        s.flush()
+        run_id = run.id
+    rows = matrix_rows(client.get("/").text)
+    assert set(rows) == {"pip:torch==2.99.0"}
+    assert set(rows["pip:torch==2.99.0"].values()) == {"queued"}
+    page = client.get(f"/runs/{run_id}").text
+    assert "pip:torch==2.99.0" in page and "No classified failure" in page
+    assert client.get(f"/runs/{run_id}/status.json").json()["state"] == "queued"
+    assert client.get("/?backend=nobody").status_code == 200
