@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
 from service.api import breakages, health, matrix, metrics, pages, pins, runs, webhooks
+from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
 from service.config import Settings, get_settings
 from service.db import get_engine
@@ -31,6 +32,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        await recorder.close()
         dispatcher.close()
 
     app = FastAPI(
@@ -40,6 +42,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
+    recorder = app.state.delivery_recorder = DeliveryRecorder(engine)
     for module in (runs, matrix, breakages, pins, webhooks, health, metrics):
         app.include_router(module.router)
     app.include_router(pages.router)

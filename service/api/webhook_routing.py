@@ -36,6 +36,23 @@ class Decision:
     runs: list[RunRequestSpec] = field(default_factory=list)
 
 
+def pre_route(settings: Settings, event: str, payload: Mapping[str, Any]) -> Decision | None:
+    """The decision when it needs no database (most of GitHub's traffic is not for us),
+    else None: then ``route`` decides. Raises PayloadError like ``route``."""
+    if event == "ping":
+        return Decision(RECORDED, f"ping: {payload.get('zen', 'hello')}")
+    if event == "pull_request":
+        return _pull_request_without_db(settings, PullRequestEvent.parse(payload))
+    if event == "push":
+        return _push_without_db(settings, PushEvent.parse(payload))
+    if event == "repository_dispatch":
+        inner_event, inner = unwrap_repository_dispatch(payload)
+        if inner_event == "repository_dispatch":
+            return Decision(RECORDED, "a relayed repository_dispatch is not routed again")
+        return pre_route(settings, inner_event, inner)
+    return Decision(RECORDED, f"event {event!r} is recorded but not routed")
+
+
 def route(
     session: Session,
     settings: Settings,
@@ -46,36 +63,34 @@ def route(
     via: str | None = None,
 ) -> Decision:
     """Raises PayloadError when the payload lacks what its event must carry."""
+    decided = pre_route(settings, event, payload)
+    if decided is not None:
+        return decided
     info: dict[str, Any] = {"delivery": delivery, "event": event}
     if via:
         info["via"] = via
-    if event == "ping":
-        return Decision(RECORDED, f"ping: {payload.get('zen', 'hello')}")
     if event == "pull_request":
         return _pull_request(session, settings, PullRequestEvent.parse(payload), info)
     if event == "push":
         return _push(session, settings, PushEvent.parse(payload), info)
-    if event == "repository_dispatch" and via is None:
-        inner_event, inner = unwrap_repository_dispatch(payload)
-        info_action = payload.get("action")
-        return route(
-            session,
-            settings,
-            inner_event,
-            inner,
-            delivery=delivery,
-            via=f"repository_dispatch:{info_action}" if info_action else "repository_dispatch",
-        )
-    return Decision(RECORDED, f"event {event!r} is recorded but not routed")
+    # pre_route decided everything else but a relayed pull_request or push.
+    inner_event, inner = unwrap_repository_dispatch(payload)
+    action = payload.get("action")
+    return route(
+        session,
+        settings,
+        inner_event,
+        inner,
+        delivery=delivery,
+        via=f"repository_dispatch:{action}" if action else "repository_dispatch",
+    )
 
 
 def _backends(session: Session) -> list[Backend]:
     return list(session.scalars(select(Backend).order_by(Backend.name)))
 
 
-def _pull_request(
-    session: Session, settings: Settings, pr: PullRequestEvent, info: dict[str, Any]
-) -> Decision:
+def _pull_request_without_db(settings: Settings, pr: PullRequestEvent) -> Decision | None:
     label = settings.trigger_label
     if pr.repo.lower() != settings.watched_upstream_repo.lower():
         return Decision(
@@ -89,6 +104,13 @@ def _pull_request(
             return Decision(IGNORED, f"{pr.action} on a PR without the {label!r} label")
     else:
         return Decision(IGNORED, f"pull_request action {pr.action!r} does not trigger runs")
+    return None
+
+
+def _pull_request(
+    session: Session, settings: Settings, pr: PullRequestEvent, info: dict[str, Any]
+) -> Decision:
+    label = settings.trigger_label
     backends = _backends(session)
     if not backends:
         return Decision(RECORDED, "no backends are registered yet")
@@ -102,9 +124,16 @@ def _pull_request(
     )
 
 
-def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str, Any]) -> Decision:
+def _push_without_db(settings: Settings, push: PushEvent) -> Decision | None:
     if push.deleted:
         return Decision(IGNORED, f"{push.ref} was deleted")
+    upstream = push.repo.lower() == settings.watched_upstream_repo.lower()
+    if upstream and push.branch != settings.watched_upstream_branch:
+        return Decision(IGNORED, f"push to {push.ref}, not {settings.watched_upstream_branch}")
+    return None
+
+
+def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str, Any]) -> Decision:
     push_info = {
         **info,
         "repo": push.repo,
@@ -113,8 +142,6 @@ def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str,
         "compare": push.compare,
     }
     if push.repo.lower() == settings.watched_upstream_repo.lower():
-        if push.branch != settings.watched_upstream_branch:
-            return Decision(IGNORED, f"push to {push.ref}, not {settings.watched_upstream_branch}")
         return _upstream_push(session, settings, push, push_info)
     watching = [b for b in _backends(session) if _same_repo(b.source, push.repo_urls)]
     if not watching:
@@ -184,4 +211,4 @@ def _same_repo(source: str, urls: tuple[str, ...]) -> bool:
     return _normalise(source) in {_normalise(u) for u in urls}
 
 
-__all__ = ["Decision", "PayloadError", "route"]
+__all__ = ["Decision", "PayloadError", "pre_route", "route"]

@@ -17,14 +17,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse
 from sqlalchemy import insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext, ContextDep
 from service.api.schemas import Problem, WebhookResult
 from service.api.triggers import create_runs, enqueue_committed
-from service.api.webhook_routing import QUEUED, route
+from service.api.webhook_routing import QUEUED, Decision, pre_route, route
 from service.github.events import PayloadError
 from service.models import WebhookDelivery, utcnow
 
@@ -71,6 +72,7 @@ async def _read_capped(request: Request) -> bytes | None:
         400: {"model": Problem, "description": "Missing GitHub headers or malformed JSON"},
         401: {"model": Problem, "description": "Missing or wrong X-Hub-Signature-256"},
         413: {"model": Problem, "description": "Body over 5 MB"},
+        503: {"model": Problem, "description": "Database unavailable: not stored, send again"},
     },
     openapi_extra={
         "requestBody": {
@@ -106,42 +108,73 @@ async def github_webhook(
         return _problem(400, f"body is not JSON: {exc}")
     if not isinstance(payload, dict):
         return _problem(400, "body is JSON but not an object")
-    return await run_in_threadpool(_handle, ctx, x_github_event, x_github_delivery, payload)
+    row = _row(x_github_event, x_github_delivery, payload)
+    try:
+        try:
+            decided = pre_route(ctx.settings, x_github_event, payload)
+        except PayloadError as exc:
+            # Authenticated but unusable: record it (a redelivery is then a duplicate).
+            decided = Decision(REJECTED, f"malformed {x_github_event} payload: {exc}")
+        if decided is None:  # it may queue runs: decide and write in one transaction
+            return await run_in_threadpool(_route_and_store, ctx, row, payload)
+        # Nothing to queue: the row joins the next group commit, no thread hop needed.
+        if not await _recorder(request).record(row | _outcome(decided)):
+            return _duplicate(x_github_delivery)
+    except OperationalError as exc:
+        log.error("webhook %s not stored: %s", x_github_delivery, exc)
+        return _problem(503, "the database is unavailable; the delivery was not stored")
+    return _accepted(x_github_delivery, decided.outcome, decided.reason, [])
 
 
-def _handle(ctx: AppContext, event: str, delivery: str, payload: dict[str, Any]) -> JSONResponse:
+def _row(event: str, delivery: str, payload: dict[str, Any]) -> dict[str, Any]:
     action = payload.get("action")
+    return {
+        "delivery_id": delivery,
+        "event": event,
+        "action": action[:64] if isinstance(action, str) else None,
+        "payload": payload,
+        "received_at": utcnow(),
+        "run_ids": [],
+    }
+
+
+def _outcome(decision: Decision) -> dict[str, Any]:
+    return {"outcome": decision.outcome, "reason": decision.reason}
+
+
+def _recorder(request: Request) -> DeliveryRecorder:
+    recorder: DeliveryRecorder = request.app.state.delivery_recorder
+    return recorder
+
+
+def _route_and_store(ctx: AppContext, row: dict[str, Any], payload: dict[str, Any]) -> JSONResponse:
+    """Route with the database; store the runs and the delivery in one transaction and
+    enqueue only after the commit."""
+    delivery = row["delivery_id"]
     with Session(ctx.engine, expire_on_commit=False) as session:
         try:
-            decision = route(session, ctx.settings, event, payload, delivery=delivery)
-            run_ids = create_runs(session, decision.runs, trigger="webhook")
-            outcome, reason = decision.outcome, decision.reason
+            decision = route(session, ctx.settings, row["event"], payload, delivery=delivery)
         except PayloadError as exc:
-            # Authenticated but unusable: record it (so a redelivery is a duplicate) and say why.
-            run_ids, outcome, reason = [], REJECTED, f"malformed {event} payload: {exc}"
-        row = {
-            "delivery_id": delivery,
-            "event": event,
-            "action": action[:64] if isinstance(action, str) else None,
-            "payload": payload,
-            "outcome": outcome,
-            "reason": reason,
-            "run_ids": run_ids,
-            "received_at": utcnow(),
-        }
+            decision = Decision(REJECTED, f"malformed {row['event']} payload: {exc}")
+        run_ids = create_runs(session, decision.runs, trigger="webhook")
         try:
-            # Core, not the ORM unit of work: this INSERT is most of a delivery's cost. The
-            # unique delivery id is the dedupe (no SELECT first): a replay, or a concurrent
-            # copy, fails here and takes the runs it would have created with it.
-            session.execute(insert(WebhookDelivery).values(**row))
+            # The unique delivery id is the dedupe: a replay (or a concurrent copy) fails
+            # here and takes the runs it would have created with it.
+            session.execute(
+                insert(WebhookDelivery).values(row | _outcome(decision) | {"run_ids": run_ids})
+            )
             session.commit()
         except IntegrityError:
             session.rollback()
             return _duplicate(delivery)
-    if outcome == REJECTED:
-        return _problem(400, reason)
-    if outcome == QUEUED:
+    if decision.outcome == QUEUED:
         enqueue_committed(ctx, run_ids)
+    return _accepted(delivery, decision.outcome, decision.reason, run_ids)
+
+
+def _accepted(delivery: str, outcome: str, reason: str | None, run_ids: list[int]) -> JSONResponse:
+    if outcome == REJECTED:
+        return _problem(400, reason or "malformed payload")
     result = WebhookResult(status=outcome, delivery=delivery, reason=reason, run_ids=run_ids)
     return JSONResponse(result.model_dump(), status_code=status.HTTP_202_ACCEPTED)
 

@@ -344,3 +344,40 @@ def test_upstream_push_contained_in_a_known_nightly_queues_that_exact_nightly(
         specs = set(s.scalars(select(Run.torch_spec).where(Run.id.in_(resp.json()["run_ids"]))))
     # Not "nightly": that would resolve to whatever is newest when the worker gets to it.
     assert specs == {f"pip:torch==2.15.0.dev20261126+cpu@@{settings.nightly_index_url}"}
+
+
+def test_concurrent_copies_of_one_delivery_record_it_once(
+    client: TestClient, engine: Engine
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = fixture_body("pull_request_labeled_other.json")  # batched path: queues nothing
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(
+            pool.map(
+                lambda _: post(client, body, "pull_request", delivery="dup").status_code, range(32)
+            )
+        )
+    assert sorted(codes) == [200] * 31 + [202]
+    with ThreadPoolExecutor(16) as pool:
+        codes = list(
+            pool.map(
+                lambda i: post(client, body, "pull_request", delivery=f"many-{i}").status_code,
+                range(64),
+            )
+        )
+    assert codes == [202] * 64
+    assert counts(engine) == (0, 65)
+
+
+def test_database_down_is_503_and_says_nothing_was_stored(
+    tmp_path: Path, settings: Settings
+) -> None:
+    from service.db import make_engine
+
+    dead = make_engine("postgresql+psycopg://postgres@127.0.0.1:1/none")
+    app = create_app(settings, dispatcher=CommitCheckingDispatcher(dead), engine=dead)
+    with TestClient(app) as c:
+        resp = post(c, fixture_body("issues_opened.json"), "issues")
+    assert resp.status_code == 503
+    assert "not stored" in resp.json()["detail"]
