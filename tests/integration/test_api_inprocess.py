@@ -1,0 +1,76 @@
+"""The embedded default: no broker, the API hands runs to an in-process thread pool that
+runs the real pipeline (the same ``execute_run`` the Celery task calls)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+import uuid
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from service.api.app import create_app
+from service.config import Settings
+from service.db import make_engine, session_scope
+from service.dispatch import InProcessDispatcher
+from service.migrate import upgrade
+from service.runs import get_or_create_backend
+from workers.pipeline.execute import execute_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
+SECRET = "in-process"
+
+RECIPE = """\
+[backend]
+name = "pyonly"
+
+[build]
+command = ["{python}", "-c", "print('nothing to compile')"]
+
+[test]
+command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
+"""
+
+
+def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> None:
+    backend = tmp_path / "pyonly"
+    (backend / "tests").mkdir(parents=True)
+    (backend / "ootci.toml").write_text(RECIPE)
+    (backend / "tests" / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    settings = Settings(
+        home=tmp_path / "home",
+        webhook_secret=SECRET,
+        default_torch="installed",
+        rerun_failed_tests=False,
+    )
+    assert settings.in_process
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        get_or_create_backend(s, "pyonly", str(backend))
+    dispatcher = InProcessDispatcher(
+        lambda run_id: execute_run(engine, settings, run_id, "in-process-test")
+    )
+    body = (FIXTURES / "pull_request_labeled.json").read_bytes()
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "pull_request",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": "sha256="
+        + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest(),
+    }
+    with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as client:
+        resp = client.post("/webhooks/github", content=body, headers=headers)
+        assert resp.status_code == 202, resp.text
+        (run_id,) = resp.json()["run_ids"]
+        deadline = time.monotonic() + 120
+        while (run := client.get(f"/api/runs/{run_id}").json())["state"] in ("queued", "running"):
+            assert time.monotonic() < deadline, run
+            time.sleep(0.2)
+        assert run["state"] == "passed", run
+        assert run["claimed_by"] is None and run["attempts"] == 1
+        tests = client.get(f"/api/runs/{run_id}/tests").json()
+        assert [r["nodeid"] for r in tests["results"]] == ["tests/test_ok.py::test_ok"]
+    engine.dispose()
