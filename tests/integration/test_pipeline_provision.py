@@ -243,6 +243,13 @@ def test_wheel_file_spec(index: str, cache: Path, tmp_path: Path) -> None:
     nightly = do_provision("nightly", cache, tmp_path / "n.log", nightly_index_url=index)
     assert env.env_key == nightly.env_key
 
+    # A wheel URL is downloaded once into the cache, then hashed like a local file.
+    url = index.replace("/simple", f"/files/{wheel.name.replace('+', '%2B')}")
+    remote = do_provision(f"wheel:{url}", cache, tmp_path / "u.log")
+    assert remote.env_key == nightly.env_key
+    assert list((cache / "wheels").glob(f"*/{wheel.name}"))
+    assert "downloading" in (tmp_path / "u.log").read_text()
+
 
 def test_missing_wheel_file_is_a_spec_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="no wheel file at"):

@@ -156,7 +156,9 @@ def _probe(python: Path, pythonpath: tuple[Path, ...], what: str) -> dict[str, s
     try:
         proc = subprocess.run(
             [str(python), "-c", _PROBE],
-            env=child_env({}, pythonpath_front=pythonpath),
+            # Autoloaded device backends are not what is being asked about, and one that is
+            # broken against this torch must not hide the torch's own version.
+            env=child_env({"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, pythonpath_front=pythonpath),
             capture_output=True,
             text=True,
             timeout=600,
