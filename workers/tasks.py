@@ -14,6 +14,7 @@ from typing import Any
 
 from celery import Task
 from sqlalchemy import Engine, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from service.config import get_settings
@@ -36,6 +37,12 @@ class InfraFailure(Exception):
     """An infrastructure failure worth retrying later (network, disk, pip)."""
 
 
+# Retried with backoff: the environment's fault, likely to pass. A database that cannot be
+# reached leaves the run queued (or leased: then the lease and the sweeper bring it back).
+# Anything else is recorded on the run by execute_run and not retried.
+RETRYABLE = (InfraFailure, OperationalError)
+
+
 def _engine() -> Engine:
     return get_engine(get_settings().resolved_database_url)
 
@@ -47,7 +54,7 @@ def worker_id() -> str:
 @app.task(  # type: ignore[untyped-decorator]
     name="ootci.run.execute",
     bind=True,
-    autoretry_for=(InfraFailure,),
+    autoretry_for=RETRYABLE,
     max_retries=MAX_INFRA_RETRIES,
     retry_backoff=60,
     retry_backoff_max=1800,

@@ -4,6 +4,8 @@ report and the stale-run sweep; and the beat schedule built from settings."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from celery.schedules import crontab
@@ -183,3 +185,55 @@ def test_celery_app_is_configured_for_at_least_once_delivery() -> None:
         "ootci.classify.rerun",
         "ootci.sweep.stale",
     } <= set(app.tasks)
+
+
+@pytest.fixture
+def task_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Tasks read settings from the environment, like a worker process does."""
+    from service.config import get_settings
+
+    monkeypatch.setenv("OOTCI_HOME", str(tmp_path))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_execute_task_skips_a_finished_run(
+    engine: Engine, db_url: str, backends: None, task_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.tasks import execute
+
+    monkeypatch.setenv("OOTCI_DATABASE_URL", db_url)
+    with session_scope(engine) as s:
+        run = create_run(
+            s, get_or_create_backend(s, "acme", "/srv/acme"), "installed", trigger="api"
+        )
+        run.state = RunState.PASSED
+        run_id = run.id
+    result = execute.apply(args=[run_id])
+    assert result.state == "SUCCESS" and result.result is None
+    with Session(engine) as s:
+        assert s.get_one(Run, run_id).attempts == 0  # never claimed
+
+
+def test_execute_task_retries_when_the_database_is_unreachable(
+    task_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from celery.signals import task_retry
+
+    from workers.tasks import MAX_INFRA_RETRIES, execute
+
+    monkeypatch.setenv("OOTCI_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:1/none")
+    retries: list[object] = []
+
+    def on_retry(**kwargs: object) -> None:
+        retries.append(kwargs["reason"])
+
+    task_retry.connect(on_retry, weak=False)
+    try:
+        result = execute.apply(args=[1])  # eager: the retries run at once, no backoff wait
+    finally:
+        task_retry.disconnect(on_retry)
+    assert result.state == "FAILURE"
+    assert "connection" in str(result.result).lower()
+    assert len(retries) == MAX_INFRA_RETRIES
