@@ -29,6 +29,17 @@ def expand(command: tuple[str, ...], **values: str) -> list[str]:
     return out
 
 
+def _capped(requested: str | None) -> str:
+    """A recipe may ask for fewer parallel jobs than the worker allows, never more."""
+    if (
+        requested is not None
+        and requested.isdigit()
+        and 0 < int(requested) < int(BUILD_PARALLELISM)
+    ):
+        return requested
+    return BUILD_PARALLELISM
+
+
 def build_environ(
     recipe: Recipe, env: TorchEnv, build_dir: Path, cache_dir: Path | None
 ) -> dict[str, str]:
@@ -38,9 +49,9 @@ def build_environ(
         "LC_ALL": "C",
         **recipe.env,
         "OPENREG_BUILD_DIR": str(build_dir),
-        "CMAKE_BUILD_PARALLEL_LEVEL": BUILD_PARALLELISM,
-        "MAX_JOBS": BUILD_PARALLELISM,
     }
+    for knob in ("CMAKE_BUILD_PARALLEL_LEVEL", "MAX_JOBS"):
+        overrides[knob] = _capped(recipe.env.get(knob))
     if shutil.which("ninja") and "CMAKE_GENERATOR" not in os.environ:
         overrides.setdefault("CMAKE_GENERATOR", "Ninja")
     if shutil.which("ccache"):
