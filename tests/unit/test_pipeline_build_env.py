@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from workers.pipeline.build import build_environ, default_lock_file, expand
+from workers.pipeline.build import build_environ, default_lock_file
+from workers.pipeline.recipe import expand
 from workers.pipeline.types import Recipe, TorchEnv
 
 

@@ -11,22 +11,12 @@ from pathlib import Path
 
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
+from workers.pipeline.recipe import expand
 from workers.pipeline.types import Recipe, StepOutcome, StepStatus, TorchEnv
 
 # Two cores are shared by everything on a worker; the backend's own parallelism is capped
 # through the knobs CMake, setuptools and torch.utils.cpp_extension read.
 BUILD_PARALLELISM = "2"
-
-
-def expand(command: tuple[str, ...], **values: str) -> list[str]:
-    """Substitute ``{python}``-style placeholders, leaving other braces alone (a vendor's
-    command may legitimately contain them)."""
-    out = []
-    for part in command:
-        for key, value in values.items():
-            part = part.replace("{" + key + "}", value)
-        out.append(part)
-    return out
 
 
 def _capped(requested: str | None) -> str:

@@ -51,6 +51,17 @@ def load_recipe(backend_dir: Path) -> Recipe:
     return _parse(data, path, backend_dir.resolve())
 
 
+def expand(command: tuple[str, ...], **values: str) -> list[str]:
+    """Substitute ``{python}``-style placeholders, leaving other braces alone (a vendor's
+    command may legitimately contain them)."""
+    out = []
+    for part in command:
+        for key, value in values.items():
+            part = part.replace("{" + key + "}", value)
+        out.append(part)
+    return out
+
+
 def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
     for table, keys in _KNOWN.items():
         section = _table(data, table, path)

@@ -17,16 +17,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workers.pipeline.build import expand
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import ProcResult, child_env, describe_signal, run_streaming
 from workers.pipeline.pytest_plugin import PLUGIN_DIR, PLUGIN_MODULE
+from workers.pipeline.recipe import expand
 from workers.pipeline.types import (
     Recipe,
     StepOutcome,
@@ -161,8 +162,6 @@ def _plugin_environ(
 
 def has_module(env: TorchEnv, module: str) -> bool:
     """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout)."""
-    import subprocess
-
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
     try:
         proc = subprocess.run(
