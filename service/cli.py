@@ -250,10 +250,19 @@ def show(
         dur = f"{st['duration_s']:.1f}s" if st["duration_s"] is not None else "-"
         steps.add_row(st["name"], st["status"], dur, (st["summary"] or "")[:100])
     out.print(steps)
+    # One entry per fingerprint: ten parametrisations of one break are one thing to read.
+    groups: dict[str, list[dict[str, Any]]] = {}
     for f in data["failures"]:
-        out.print(f"[red]✗[/] {f['stage']} {f['nodeid'] or ''} [{f['category']}/{f['subtype']}] "
-                  f"rule={f['rule']} triage={f['triage']}")
-        out.print(f"    line {f['line_number']}: {f['line']}", markup=False)
+        groups.setdefault(f["fingerprint"] or f"#{f['id']}", []).append(f)
+    for group in groups.values():
+        f = group[0]
+        more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
+        out.print(f"[red]✗[/] {f['stage']} {f['nodeid'] or ''}{more} "
+                  f"[{f['category']}/{f['subtype']}] rule={f['rule']} triage={f['triage']}",
+                  highlight=False)
+        line = f["line"] if len(f["line"]) <= 300 else f["line"][:300] + " …"
+        where = f"line {f['line_number']}: " if f["line_number"] else ""
+        out.print(f"    {where}{line}", markup=False, highlight=False)
         if f["captures"]:
             out.print(f"    captures: {f['captures']}", markup=False)
     for name, lines in tails.items():

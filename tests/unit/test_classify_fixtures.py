@@ -17,6 +17,7 @@ import pytest
 from service.domain.classify import classify_log, default_rules
 from service.domain.classify.engine import clean_line
 from service.domain.classify.rules import Weight
+from service.domain.fingerprint import FINGERPRINT_VERSION
 from service.domain.fingerprint import LOCATION_CAPTURES
 from service.domain.verdict import Stage
 
@@ -67,7 +68,7 @@ def test_golden_log(case: golden.Golden) -> None:
     assert not GENERIC.search(finding.line), finding.line
     body_lines = case.body.split("\n")
     assert clean_line(body_lines[finding.line_number - 1]) == finding.line
-    assert finding.fingerprint and finding.fingerprint_version == 1
+    assert finding.fingerprint and finding.fingerprint_version == FINGERPRINT_VERSION
     # "The first error of the first failing TU": no compiler error comes before it, unless
     # the rule is one that explains everything around it.
     rule = next(r for r in default_rules().rules if r.name == finding.rule)

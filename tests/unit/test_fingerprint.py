@@ -10,7 +10,7 @@ import pytest
 
 from service.domain.classify import classify_log, classify_test_failure
 from service.domain.fingerprint import FINGERPRINT_VERSION, fingerprint, mask, signature
-from service.domain.verdict import Stage
+from service.domain.verdict import Category, Finding, Stage, Subtype
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "logs"))
 import golden_logs as golden  # noqa: E402
@@ -116,3 +116,22 @@ def test_captures_keep_digits_that_matter() -> None:
     cxx17 = signature("toolchain-cxx-standard", {"standard": "C++17"}, "")
     cxx20 = signature("toolchain-cxx-standard", {"standard": "C++20"}, "")
     assert cxx17 != cxx20
+
+
+def test_a_named_break_groups_across_tests_and_parametrisations() -> None:
+    """One op missing for Autocast in five tests is one breakage, not five."""
+    def finding(test: str, **captures: str) -> Finding:
+        return Finding(
+            category=Category.UPSTREAM, subtype=Subtype.TEST_REGRESSION, rule="r",
+            stage=Stage.TEST, line="NotImplementedError", line_number=0,
+            captures={"test": test, **captures},
+        )
+
+    op = {"op": "aten::matmul"}
+    assert fingerprint(finding("t.py::test_a[dtype0]", **op)) == fingerprint(finding("t.py::test_b", **op))
+    assert fingerprint(finding("t.py::test_a", **op)) != fingerprint(
+        finding("t.py::test_a", op="aten::mm")
+    )
+    # With nothing but the test to go on, the test is the break; its parametrisations group.
+    assert fingerprint(finding("t.py::test_a[dtype0]")) == fingerprint(finding("t.py::test_a[dtype1]"))
+    assert fingerprint(finding("t.py::test_a")) != fingerprint(finding("t.py::test_b"))

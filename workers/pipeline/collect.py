@@ -69,14 +69,14 @@ def _classified_failures(
         # A test module that fails to import (collection error) is the import stage: that is
         # where an undefined symbol in the backend's .so shows up.
         stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
-        finding = classify_test_failure(
-            r.nodeid, r.message, r.details, stage, outcome=r.outcome
-        )
+        finding = classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome)
         found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
     if not results and tests.step.status is not OutcomeStatus.PASSED:
         # The runner itself failed (no per-test evidence): classify its log.
         finding = classify_log(_read_log(_step(run, StepName.TEST)), Stage.TEST)
-        found.append((_failure(run.id, StepName.TEST, Stage.TEST, None, finding, tests.step), finding))
+        found.append(
+            (_failure(run.id, StepName.TEST, Stage.TEST, None, finding, tests.step), finding)
+        )
     return found
 
 
@@ -154,7 +154,8 @@ def collect(
         )
     session.flush()
 
-    overall = run_verdict(verdicts)
+    # A flaky test next to real failures does not speak for the run.
+    overall = run_verdict([v for v in verdicts if v.category is not Category.FLAKE] or verdicts)
     run.verdict = overall.category.value if overall else None
     run.verdict_subtype = overall.subtype.value if overall else None
     run.verdict_reason = overall.reason if overall else None

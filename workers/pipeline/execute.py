@@ -245,8 +245,7 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> St
             build_dir,
             sink,
             timeout_s=ctx.settings.step_timeout_s,
-            cache_dir=ctx.settings.resolved_cache_dir,
-        )
+        )  # ccache keeps its default, machine-wide dir: every env and build dir shares it
         outcomes.append(outcome)
     return outcome
 
