@@ -7,7 +7,7 @@
 # served by two routes (GET and POST /api/runs) with the Allow header of the first only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=$(realpath "${PY:-.venv/bin/python}")
+PY=${PY:-$PWD/.venv/bin/python}  # absolute: schemathesis runs from a scratch dir
 PG=${OOTCI_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 REDIS=${OOTCI_SCHEMATHESIS_REDIS:-redis://127.0.0.1:6379/6}
 PORT=${PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
