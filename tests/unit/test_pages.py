@@ -440,3 +440,18 @@ def test_a_queued_run_without_a_resolved_torch(client: TestClient, engine: Engin
     assert "pip:torch==2.99.0" in page and "No classified failure" in page
     assert client.get(f"/runs/{run_id}/status.json").json()["state"] == "queued"
     assert client.get("/?backend=nobody").status_code == 200
+
+
+def test_matrix_lists_open_breakages_with_their_likely_culprit(
+    seeded: TestClient, engine: Engine
+) -> None:
+    with Session(engine) as s:
+        open_ = list(s.scalars(select(Breakage).where(Breakage.status == "open")))
+        resolved = s.scalars(select(Breakage).where(Breakage.status == "resolved")).first()
+    assert open_ and resolved is not None
+    panel = seeded.get("/").text.split('id="open-h"', 1)[1].split("</section>", 1)[0]
+    for b in open_[:6]:
+        assert f'/breakages/{b.id}"' in panel
+        if b.culprits:
+            assert f'/pull/{b.culprits[0]["pr"]}">#{b.culprits[0]["pr"]}</a>' in panel
+    assert f'/breakages/{resolved.id}"' not in panel

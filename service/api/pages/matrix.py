@@ -7,12 +7,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from markupsafe import Markup, escape
+from sqlalchemy.orm import Session
 from starlette.responses import HTMLResponse
 
-from service.api.deps import SessionDep
+from service.api.deps import ContextDep, SessionDep
 from service.api.pages.cells import EMPTY, VERDICTS, Cell, FailureFact, RunFacts, stage_cells
 from service.api.templates import render
 from service.queries import dashboard
+from service.queries.breakages import BreakageFilters, list_breakages
 from service.queries.matrix import MatrixCell, matrix
 
 router = APIRouter()
@@ -120,10 +122,24 @@ def row_cells_html(row: Row, columns: list[tuple[str, str]], runs_base: str) -> 
     return Markup("".join(out))
 
 
+OPEN_SHOWN = 6
+
+
+def open_breakages(session: Session, backend: str | None) -> dict[str, object]:
+    """The few open breakages a vendor checks first: what broke, since which torch, and the
+    most likely upstream change (open ones, most recently seen first)."""
+    found = list_breakages(session, BreakageFilters(status="open", backend=backend),
+                           limit=OPEN_SHOWN)
+    first_seen = dashboard.target_labels(
+        session, {b.first_seen_run_id for b in found.breakages if b.first_seen_run_id})
+    return {"page": found, "first_seen": first_seen}
+
+
 @router.get("/", response_class=HTMLResponse, name="dash_matrix")
 def matrix_page(
     request: Request,
     session: SessionDep,
+    ctx: ContextDep,
     backend: Annotated[str | None, Query(max_length=100, pattern=r"^[^\x00]*$")] = None,
     changed: bool = False,
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
@@ -163,6 +179,8 @@ def matrix_page(
             "page": page,
             "has_older": has_older,
             "active": dashboard.active_runs(session),
+            "open_breakages": open_breakages(session, backend),
+            "github_repo": ctx.settings.github_repo,
             "verdicts": VERDICTS,
             "empty_cell": EMPTY,
         },

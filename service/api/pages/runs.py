@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy import select
 from starlette.responses import HTMLResponse, JSONResponse
 
-from service.api.deps import SessionDep
+from service.api.deps import ContextDep, SessionDep
 from service.api.pages.logview import page_of_line, paginate
 from service.api.params import RunId
 from service.api.templates import render
@@ -71,7 +71,9 @@ def evidence(failure: Failure) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse, name="dash_run")
-def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLResponse:
+def run_page(
+    request: Request, session: SessionDep, ctx: ContextDep, run_id: RunId
+) -> HTMLResponse:
     run = run_queries.get_run(session, run_id)
     if run is None:
         return _not_found(request, f"run {run_id}")
@@ -94,6 +96,7 @@ def run_page(request: Request, session: SessionDep, run_id: RunId) -> HTMLRespon
             for b, fs in groups
         ],
         "counts": counts,
+        "github_repo": ctx.settings.github_repo,
         "failed_tests": dashboard.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
         "failed_total": sum(counts.get(o, 0) for o in dashboard.FAILED_OUTCOMES),
     })
