@@ -147,7 +147,20 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
     assert (env.version, env.git_version) == ("2.13.0+overlay", "f" * 40)
     assert env.pythonpath == (overlay.resolve(),)
     assert env.torch_dir == overlay.resolve() / "torch"
-    assert env.python == Path(sys.executable)
+    # Its own venv: a backend `pip install`ed for this overlay lands there, not in ootci's env.
+    venv = tmp_path / "cache" / "envs" / env.env_key
+    assert env.python == venv / "bin" / "python"
+    purelib = subprocess.run(
+        [
+            str(env.python),
+            "-c",
+            "import sysconfig, pytest, numpy, pip; print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(purelib).is_relative_to(venv)
     # What build and test subprocesses get imports the overlay, not site-packages' torch.
     out = subprocess.run(
         [str(env.python), "-c", "import torch; print(torch.__version__, torch.__file__)"],
@@ -157,6 +170,27 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert out == ["2.13.0+overlay", str(overlay.resolve() / "torch" / "__init__.py")]
+    # A backend built the way recipes do it installs into this env only.
+    pkg = tmp_path / "vendor_pkg"
+    (pkg / "ootci_vendor_probe").mkdir(parents=True)
+    (pkg / "ootci_vendor_probe" / "__init__.py").write_text("")
+    (pkg / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "ootci_vendor_probe"\nversion = "1.0"\n'
+    )
+    subprocess.run(
+        [str(env.python), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "."],
+        cwd=pkg,
+        env={**os.environ, **env.environ()},
+        check=True,
+        capture_output=True,
+    )
+    assert list(Path(purelib).glob("ootci_vendor_probe*"))
+    assert importlib.util.find_spec("ootci_vendor_probe") is None  # not in ootci's env
+
+    again = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log2")
+    assert again == env
+    assert "reusing overlay env" in (tmp_path / "log2").read_text()
     # The installed torch was not touched through the hard links.
     assert importlib.metadata.version("torch") != "2.13.0+overlay"
     assert (

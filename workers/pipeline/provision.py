@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -438,6 +439,47 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
         return _env(spec, python, probe, key)
 
 
+def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
+    """A thin venv for a ``path:`` overlay that sees ootci's own packages (pytest, numpy,
+    pip, setuptools) behind its own site-packages.
+
+    Backends are built with ``{python} -m pip install .``: in ootci's interpreter every
+    overlay's build would overwrite the one before, and two workers testing two overlays
+    would test each other's builds. Here each overlay gets its own site-packages.
+    """
+    envs = cache_dir / "envs"
+    envs.mkdir(parents=True, exist_ok=True)
+    venv = envs / key
+    python = venv / "bin" / "python"
+    with (envs / f"{key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (venv / MARKER).is_file():
+            log.write(f"ootci: reusing overlay env {venv}")
+            return python
+        shutil.rmtree(venv, ignore_errors=True)
+        environ = child_env({})
+        environ.pop("PYTHONPATH", None)
+        cmd = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
+        result = run_streaming(cmd, cwd=cache_dir, env=environ, log=log, timeout_s=300)
+        if result.returncode != 0:
+            raise ProvisionError(f"could not create the overlay env {venv} (see {log.path})")
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # addsitedir, not plain path lines: ootci's site dirs with their own .pth files, so
+        # what is installed there in editable mode stays whole (metadata without code
+        # would break torch's backend autoload). The venv's site-packages still come first.
+        base = [p for p in site.getsitepackages() if Path(p).is_dir()]
+        (Path(purelib) / "_ootci_base.pth").write_text(
+            "".join(f"import site; site.addsitedir({p!r})\n" for p in base)
+        )
+        (venv / MARKER).write_text(json.dumps({"kind": "path", "base": base}))
+    return python
+
+
 def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
     cache_dir = Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -464,7 +506,8 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         if not Path(probe["file"]).resolve().is_relative_to(root):
             raise ProvisionError(f"{root}: PYTHONPATH did not win, torch came from {probe['file']}")
         key = _key(kind="path", root=str(root), version=probe["version"], git=probe["git_version"])
-        return _env(spec, Path(sys.executable), probe, key, pythonpath=(root,))
+        python = _overlay_venv(cache_dir, key, log)
+        return _env(spec, python, probe, key, pythonpath=(root,))
     if spec.kind == "pip":
         artifact = _resolve_pip(spec, log)
     elif spec.kind == "nightly":
