@@ -570,7 +570,7 @@ def _culprits(kind: Kind, sha: str, rng: random.Random) -> list[dict[str, Any]]:
     if kind.category != "upstream":
         return []
     pr = rng.randint(150_000, 169_999)
-    what = next(iter(kind.captures.values()), kind.subtype)
+    what = kind.captures.get("symbol") or kind.captures.get("header") or kind.suite or kind.subtype
     return [
         {"sha": _sha("culprit", sha, kind.name)[:40], "pr": pr,
          "title": f"[PrivateUse1] refactor {what.split('/')[-1]}", "score": 0.82,
