@@ -191,6 +191,10 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
     again = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log2")
     assert again == env
     assert "reusing overlay env" in (tmp_path / "log2").read_text()
+    # Patched again in place, same version string: a different env (and build dir).
+    (overlay / "torch" / "_ootci_patch.py").write_text("PATCHED = 2\n")
+    repatched = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log3")
+    assert repatched.version == env.version and repatched.env_key != env.env_key
     # The installed torch was not touched through the hard links.
     assert importlib.metadata.version("torch") != "2.13.0+overlay"
     assert (

@@ -7,7 +7,8 @@ Spec syntax (``parse_spec``):
   ``pip:torch==2.14.0@@https://download.pytorch.org/whl/cpu`` (``@@`` because PEP 508
   requirements may themselves contain ``@``)
 - ``wheel:<path|url>``          one torch wheel file
-- ``path:<dir>``                ``<dir>/torch`` put first on PYTHONPATH (patched overlays)
+- ``path:<dir>``                ``<dir>/torch`` put first on PYTHONPATH (patched overlays),
+  in a thin venv of its own over ootci's packages, keyed by the tree's file stats
 - ``nightly``                   the newest torch on the nightly index that fits this Python
 
 ``pip:``, ``wheel:`` and ``nightly`` first resolve to one artifact (name, version, URL,
@@ -439,6 +440,20 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
         return _env(spec, python, probe, key)
 
 
+def _tree_fingerprint(tree: Path) -> str:
+    """Changes whenever a file under ``tree`` is added, removed or rewritten. An overlay
+    patched in place keeps its version string, and must not reuse the env (and the build)
+    of its previous contents. Stats, not contents: ~15k files of torch in well under 1 s."""
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.stat(os.path.join(dirpath, name))
+            rel = os.path.relpath(os.path.join(dirpath, name), tree)
+            digest.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
     """A thin venv for a ``path:`` overlay that sees ootci's own packages (pytest, numpy,
     pip, setuptools) behind its own site-packages.
@@ -505,7 +520,13 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         probe = _probe(Path(sys.executable), (root,), spec.text)
         if not Path(probe["file"]).resolve().is_relative_to(root):
             raise ProvisionError(f"{root}: PYTHONPATH did not win, torch came from {probe['file']}")
-        key = _key(kind="path", root=str(root), version=probe["version"], git=probe["git_version"])
+        key = _key(
+            kind="path",
+            root=str(root),
+            version=probe["version"],
+            git=probe["git_version"],
+            tree=_tree_fingerprint(root / "torch"),
+        )
         python = _overlay_venv(cache_dir, key, log)
         return _env(spec, python, probe, key, pythonpath=(root,))
     if spec.kind == "pip":
