@@ -206,10 +206,11 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
         s.get_one(Run, ctx.run_id).backend_sha = sha
 
     env = _provision_step(ctx, spec_text)
-    build_outcome = _build_step(ctx, recipe, env, sha)
+    build_dir = _build_dir(ctx, recipe, env, sha)
+    build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
     if build_outcome.status is OutcomeStatus.PASSED:
-        tests = _test_step(ctx, recipe, env)
+        tests = _test_step(ctx, recipe, env, build_dir)
 
     with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
         run = s.get_one(Run, ctx.run_id)
@@ -234,23 +235,22 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
     return env
 
 
-def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> StepOutcome:
-    build_dir = (
-        ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:12]}"
-    )
+def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> Path:
+    """One build dir per (torch build, backend source): reused by a rerun of the same pair."""
+    return ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:24]}"
+
+
+def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
     with ctx.step(StepName.BUILD) as (sink, outcomes):
-        outcome = build(
-            recipe,
-            env,
-            build_dir,
-            sink,
-            timeout_s=ctx.settings.step_timeout_s,
-        )  # ccache keeps its default, machine-wide dir: every env and build dir shares it
+        # ccache keeps its default, machine-wide dir: every env and build dir shares it.
+        outcome = build(recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s)
         outcomes.append(outcome)
     return outcome
 
 
-def _test_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> TestRunOutcome:
+def _test_step(
+    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
+) -> TestRunOutcome:
     with ctx.step(StepName.TEST) as (sink, outcomes):
         result = run_tests(
             recipe,
@@ -258,8 +258,9 @@ def _test_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> TestRunOutcom
             ctx.run_dir / "test",
             sink,
             timeout_s=ctx.settings.step_timeout_s,
-            per_test_timeout_s=recipe.timeout_per_test_s or ctx.settings.test_timeout_s,
+            per_test_timeout_s=ctx.settings.test_timeout_s,
             rerun_failures=ctx.settings.rerun_failed_tests,
+            build_dir=build_dir,
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
