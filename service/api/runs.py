@@ -33,6 +33,8 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such run (or step)"}
 }
 MAX_LOG_CHUNK = 16 * 1024 * 1024
+# Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
+TOTAL_CAP = 10_000
 
 
 def _summary(run: Run, backend: str) -> RunSummary:
@@ -78,10 +80,12 @@ def list_runs(
         limit=limit,
         offset=offset,
         before_id=cursor,
+        count_cap=TOTAL_CAP,
     )
     return RunList(
         runs=[_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
         total=page.total,
+        total_capped=page.total_capped,
         limit=limit,
         offset=offset,
         next_cursor=page.next_cursor,

@@ -42,7 +42,10 @@ class RunSummary(_Orm):
 
 class RunList(BaseModel):
     runs: list[RunSummary]
-    total: int = Field(description="Runs matching the filters, over all pages")
+    total: int = Field(description="Runs matching the filters, over all pages (see total_capped)")
+    total_capped: bool = Field(
+        description="True when counting stopped at 10,000: there are at least `total` runs"
+    )
     limit: int
     offset: int
     next_cursor: int | None = Field(

@@ -27,6 +27,8 @@ class RunPage:
     # Pass back as ``before_id`` for the next page; None on the last page.
     next_cursor: int | None
     backend_names: dict[int, str] = field(default_factory=dict)
+    # True when ``total`` stopped counting at the cap: there are at least that many.
+    total_capped: bool = False
 
 
 _Row = TypeVar("_Row")
@@ -57,11 +59,18 @@ def list_runs(
     limit: int = 50,
     offset: int = 0,
     before_id: int | None = None,
+    count_cap: int | None = None,
 ) -> RunPage:
     """Newest first. Ids grow with creation time, so ordering by id walks the primary key
     index instead of sorting; ``before_id`` is keyset pagination (stable under inserts),
-    ``offset`` the simple kind. ``total`` counts every match of the filters."""
-    total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0
+    ``offset`` the simple kind. ``total`` counts every match of the filters, or stops at
+    ``count_cap`` (``total_capped``): an exact count of a large table is a full scan on
+    every request, and past a few thousand runs nobody pages by number anyway."""
+    if count_cap is None:
+        total = session.scalar(_filtered(select(func.count(Run.id)), filters)) or 0
+    else:
+        matching = _filtered(select(Run.id), filters).limit(count_cap + 1).subquery()
+        total = session.scalar(select(func.count()).select_from(matching)) or 0
     stmt = _filtered(select(Run), filters)
     if before_id is not None:
         stmt = stmt.where(Run.id < before_id)
@@ -70,9 +79,11 @@ def list_runs(
     )
     has_more = len(rows) > limit
     runs = rows[:limit]
+    capped = count_cap is not None and total > count_cap
     return RunPage(
         runs=runs,
-        total=total,
+        total=min(total, count_cap) if capped and count_cap is not None else total,
+        total_capped=capped,
         next_cursor=runs[-1].id if has_more and runs else None,
         backend_names=backend_names(session, {r.backend_id for r in runs}),
     )

@@ -212,6 +212,20 @@ def test_list_runs_newest_first_with_total(client: TestClient, seeded: Seeded) -
     assert first["backend"] == "acme" and first["state"] == "queued"
 
 
+def test_total_is_exact_below_the_cap_and_a_lower_bound_above(
+    client: TestClient, engine: Engine, seeded: Seeded
+) -> None:
+    from service.queries.runs import RunFilters, list_runs
+
+    body = client.get("/api/runs").json()
+    assert (body["total"], body["total_capped"]) == (6, False)
+    with Session(engine) as s:
+        capped = list_runs(s, RunFilters(), limit=2, count_cap=4)
+        exact = list_runs(s, RunFilters(state="failed"), limit=2, count_cap=4)
+    assert (capped.total, capped.total_capped, len(capped.runs)) == (4, True, 2)
+    assert (exact.total, exact.total_capped) == (2, False)
+
+
 def test_list_runs_filters(client: TestClient, seeded: Seeded) -> None:
     def ids(**params: str) -> set[int]:
         body = client.get("/api/runs", params=params).json()
@@ -501,4 +515,3 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
     ):
         assert path in paths
     assert client.get("/docs").status_code == 200
-
