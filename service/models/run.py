@@ -84,6 +84,8 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_backend_created", "backend_id", "created_at"),
         Index("ix_runs_state_created", "state", "created_at"),
+        # The matrix and triage look runs up by torch build.
+        Index("ix_runs_torch_build", "torch_build_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
