@@ -93,3 +93,18 @@ def test_current_stream_is_thread_local(device):
         t.start()
         t.join()
     assert seen == [0]
+
+
+def test_native_handle_is_the_runtime_stream(device):
+    from torch_openreg import _compat
+
+    if not _compat.HAS_STREAM_NATIVE_HANDLE:
+        import pytest
+
+        pytest.skip("torch.Stream.native_handle needs torch >= 2.11")
+    a, b = torch.openreg.Stream(), torch.openreg.Stream()
+    assert a.native_handle != 0 and b.native_handle != 0
+    assert a.native_handle != b.native_handle
+    same = torch.openreg.Stream(stream_id=a.stream_id, device_index=a.device_index,
+                                device_type=a.device_type)
+    assert same.native_handle == a.native_handle

@@ -23,3 +23,9 @@ if TORCH_VERSION < MIN_SUPPORTED:
         f"torch_openreg supports torch >= {MIN_SUPPORTED[0]}.{MIN_SUPPORTED[1]}, "
         f"found {torch.__version__}"
     )
+
+
+# COMPAT(>= 2.11): torch.Stream.native_handle exposes the backend's raw stream
+# through DeviceGuardImplInterface::getStreamNativeHandle (PR #171040).
+# CAN REMOVE when MIN_SUPPORTED >= 2.11.
+HAS_STREAM_NATIVE_HANDLE = TORCH_VERSION >= (2, 11)

@@ -14,7 +14,19 @@ std::atomic<bool> g_in_bad_fork{false};
 void mark_child_after_fork() {
   g_in_bad_fork.store(true);
 }
+
+constexpr const char* kBadForkMessage =
+    "Cannot re-initialize openreg in forked subprocess. To use openreg with "
+    "multiprocessing, you must use the 'spawn' start method";
 } // namespace
+
+namespace detail {
+void raise_runtime_error(orError_t err, const char* expr) {
+  TORCH_CHECK(!g_in_bad_fork.load(), kBadForkMessage, " (", orGetErrorString(err), ")");
+  TORCH_CHECK(false, "openreg error (", orGetErrorName(err), "): ", orGetErrorString(err),
+              " [", expr, "]");
+}
+} // namespace detail
 
 c10::DeviceIndex device_count() noexcept {
   // The runtime reads OPENREG_DEVICE_COUNT once; cache it as CUDA does.
@@ -60,10 +72,7 @@ c10::DeviceIndex maybe_exchange_device(c10::DeviceIndex device) {
 }
 
 void lazy_init() {
-  TORCH_CHECK(
-      !g_in_bad_fork.load(),
-      "Cannot re-initialize openreg in forked subprocess. To use openreg with "
-      "multiprocessing, you must use the 'spawn' start method");
+  TORCH_CHECK(!g_in_bad_fork.load(), kBadForkMessage);
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(nullptr, nullptr, &mark_child_after_fork);

@@ -8,13 +8,14 @@
 
 // Turns a runtime error code into a c10::Error carrying the runtime's own
 // message, so Python sees e.g. "openreg error: invalid device ordinal".
+// In a forked child of an initialised process the error is the documented
+// re-initialisation error, whatever call noticed it first.
 #define OPENREG_CHECK(EXPR)                                                  \
   do {                                                                       \
     const orError_t __or_err = (EXPR);                                       \
-    TORCH_CHECK(                                                             \
-        __or_err == orSuccess,                                               \
-        "openreg error (", orGetErrorName(__or_err), "): ",                  \
-        orGetErrorString(__or_err), " [", #EXPR, "]");                       \
+    if (C10_UNLIKELY(__or_err != orSuccess)) {                               \
+      ::openreg::detail::raise_runtime_error(__or_err, #EXPR);               \
+    }                                                                        \
   } while (0)
 
 // For destructors and deleters, which must not throw.
@@ -28,6 +29,10 @@
   } while (0)
 
 namespace openreg {
+
+namespace detail {
+[[noreturn]] void raise_runtime_error(orError_t err, const char* expr);
+} // namespace detail
 
 // Number of devices; 0 when the runtime reports none or fails (never throws,
 // as isAvailable()/deviceCount() must not).

@@ -84,9 +84,12 @@ c10::Stream OpenRegGuardImpl::exchangeStream(c10::Stream s) const {
   return previous.unwrap();
 }
 
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 11)
+// COMPAT(>= 2.11): see OpenRegGuard.h (PR #171040). CAN REMOVE the #if when MIN_SUPPORTED >= 2.11.
 void* OpenRegGuardImpl::getStreamNativeHandle(const c10::Stream s) const {
   return OpenRegStream(s).raw();
 }
+#endif
 
 bool OpenRegGuardImpl::queryStream(const c10::Stream& stream) const {
   return OpenRegStream(stream).query();

@@ -3,6 +3,8 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "compat/TorchVersion.h"
+
 namespace openreg {
 
 struct OpenRegGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -23,7 +25,12 @@ struct OpenRegGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority = false) const override;
   c10::Stream getNewStream(c10::Device d, int priority = 0) const override;
   c10::Stream exchangeStream(c10::Stream s) const override;
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 11)
+  // COMPAT(>= 2.11): DeviceGuardImplInterface::getStreamNativeHandle, behind
+  // c10::Stream::native_handle() / torch.Stream.native_handle (PR #171040).
+  // CAN REMOVE the #if when MIN_SUPPORTED >= 2.11.
   void* getStreamNativeHandle(const c10::Stream s) const override;
+#endif
   bool queryStream(const c10::Stream& stream) const override;
   void synchronizeStream(const c10::Stream& stream) const override;
   void synchronizeDevice(const c10::DeviceIndex device_index) const override;

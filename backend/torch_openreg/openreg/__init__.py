@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from typing import Any
 
@@ -136,6 +137,10 @@ from torch_openreg.openreg.streams import (  # noqa: E402
     set_stream,
     stream,
 )
+
+# Autocast support lives with the kernels (ops part); expose it when present.
+if importlib.util.find_spec("torch_openreg.openreg.amp") is not None:
+    from torch_openreg.openreg import amp  # noqa: E402,F401
 
 __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",

@@ -33,13 +33,21 @@ class Stream(torch.Stream):
             cls, device=torch.device("openreg", _index(device)), priority=priority
         )
 
+    @property
+    def priority(self) -> int:
+        """The runtime priority of the stream (lower = higher priority)."""
+        return _C._stream_priority(self.stream_id, self.device_index)
+
 
 class Event(torch.Event):
-    def __new__(
+    """An openreg event. Constructing one returns a plain torch.Event on openreg:
+    torch.Event.elapsed_time rejects subclass instances as its argument."""
+
+    def __new__(  # type: ignore[misc]
         cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
-    ) -> "Event":
-        return super().__new__(
-            cls, device="openreg", enable_timing=enable_timing, blocking=blocking,
+    ) -> torch.Event:
+        return torch.Event(
+            device="openreg", enable_timing=enable_timing, blocking=blocking,
             interprocess=interprocess,
         )
 

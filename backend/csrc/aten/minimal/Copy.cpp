@@ -65,6 +65,10 @@ void copy_h2d(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   }
   // Convert/broadcast on the host, then scatter into dst's layout on device.
   const at::Tensor staged = src.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+  if (dst.is_contiguous()) {
+    copy_h2d(staged, dst, false);
+    return;
+  }
   const at::Tensor tmp = at::empty(dst.sizes(), dst.options().memory_format(c10::MemoryFormat::Contiguous));
   copy_h2d(staged, tmp, false);
   device_copy(dst, tmp);

@@ -1,8 +1,16 @@
 #include <torch/library.h>
 
 #include "aten/minimal/Minimal.h"
+#include "runtime/OpenRegDeviceAllocator.h"
 
 namespace openreg::minimal {
+
+namespace {
+// Tensor.record_stream(): without it the call would reach the CPU fallback.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  openreg::device_allocator().recordStream(self.storage().data_ptr(), stream);
+}
+} // namespace
 
 // [minimal-registration]
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -18,6 +26,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(_copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(_local_scalar_dense));
+  m.impl("record_stream", TORCH_FN(record_stream));
 }
 // [/minimal-registration]
 

@@ -1,0 +1,88 @@
+"""Build times of the torch_openreg backend: cold, no-op and one-file rebuilds.
+
+Configures and builds the backend with CMake + Ninja into a fresh temporary
+build directory (never the developer's build dir), against the torch of the
+running interpreter, exactly as backend/setup.py does. Prints one line per
+measurement; all three come from the same run on the same machine.
+
+    flock /tmp/openreg-build.lock .venv/bin/python benchmarks/backend_build.py [--jobs 2] [--keep]
+
+Targets (2-core machine): cold <= 90 s, no-op <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+BACKEND = Path(__file__).resolve().parent.parent / "backend"
+# A file of the integration layer that most edits resemble: a .cpp with
+# torch headers, compiled once and relinked into libtorch_openreg.
+TOUCHED = BACKEND / "csrc" / "runtime" / "OpenRegGuard.cpp"
+
+
+def configure_command(build_dir: Path, out_dir: Path, extra: list[str]) -> list[str]:
+    import torch
+    from torch.utils import cpp_extension
+
+    return [
+        "cmake", "-S", str(BACKEND), "-B", str(build_dir), "-G", "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DOPENREG_OUTPUT_DIR={out_dir}",
+        f"-DTORCH_VERSION={torch.__version__}",
+        f"-DTORCH_INCLUDE_DIRS={';'.join(cpp_extension.include_paths())}",
+        f"-DTORCH_LIBRARY_DIRS={';'.join(cpp_extension.library_paths())}",
+        f"-DTORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        f"-DOPENREG_PYTHON_INCLUDE_DIR={sysconfig.get_paths()['include']}",
+        f"-DOPENREG_PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
+        *extra,
+    ]
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", action="store_true", help="keep the temp build dir")
+    parser.add_argument("cmake_args", nargs="*", help="extra -D options for the configure step")
+    args = parser.parse_args()
+
+    env_ccache = shutil.which("ccache")
+    tmp = Path(tempfile.mkdtemp(prefix="openreg-build-bench-"))
+    build_dir, out_dir = tmp / "build", tmp / "pkg"
+    build = ["cmake", "--build", str(build_dir), "--", f"-j{args.jobs}"]
+    try:
+        # ccache would turn "cold" into "warm": measure the compiler itself.
+        configure = timed(configure_command(build_dir, out_dir, args.cmake_args))
+        cold = timed(build)
+        noop = timed(build)
+        os.utime(TOUCHED)  # a touch is what an edit looks like to ninja
+        one_file = timed(build)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    import torch
+
+    print(f"torch {torch.__version__}, -j{args.jobs}, ccache on PATH: {bool(env_ccache)} (not used)")
+    print(f"configure        {configure:7.2f} s")
+    print(f"cold build       {cold:7.2f} s   (target <= 90 s)")
+    print(f"no-op rebuild    {noop:7.2f} s   (target <= 2 s)")
+    print(f"one-file rebuild {one_file:7.2f} s   ({TOUCHED.relative_to(BACKEND)})")
+
+
+if __name__ == "__main__":
+    main()
