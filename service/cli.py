@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -87,12 +86,11 @@ def run(
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
-    from workers.pipeline.provision import parse_spec
-
     from service.db import session_scope
     from service.models import Run, RunState
     from service.runs import create_run, get_or_create_backend
     from workers.pipeline.execute import execute_run
+    from workers.pipeline.provision import parse_spec
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
 

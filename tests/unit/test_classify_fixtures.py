@@ -17,8 +17,7 @@ import pytest
 from service.domain.classify import classify_log, default_rules
 from service.domain.classify.engine import clean_line
 from service.domain.classify.rules import Weight
-from service.domain.fingerprint import FINGERPRINT_VERSION
-from service.domain.fingerprint import LOCATION_CAPTURES
+from service.domain.fingerprint import FINGERPRINT_VERSION, LOCATION_CAPTURES
 from service.domain.verdict import Stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "logs"))
