@@ -252,19 +252,23 @@ def main() -> int:
             warm += 50
             with session_scope(engine) as s:
                 before = s.scalar(select(func.count(WebhookDelivery.id))) or 0
-            cpu0 = process_cpu_s(server.pid)
             items = deliveries(args.deliveries, args.labelled_every)
+            cpu0, client0 = process_cpu_s(server.pid), time.process_time()
             elapsed, codes = asyncio.run(send(api, items, args.concurrency))
             cpu_ms = (process_cpu_s(server.pid) - cpu0) / args.deliveries * 1000
+            client_ms = (time.process_time() - client0) / args.deliveries * 1000
             with session_scope(engine) as s:
                 recorded = (s.scalar(select(func.count(WebhookDelivery.id))) or 0) - before
             rate = args.deliveries / elapsed
             ok = rate >= 300 and codes.get(202) == recorded == args.deliveries
+            # The target is judged with the lean client; httpx is shown for comparison (on
+            # a 2-core box its own CPU per request is what limits it).
+            verdict = f"target >= 300/s: {'PASS' if ok else 'FAIL'}" if client_name == "raw" else ""
             print(
                 f"webhooks ({client_name} client): {args.deliveries} signed deliveries in "
                 f"{elapsed:.2f}s = {rate:.0f}/s, {recorded} recorded, codes {codes}; "
-                f"server CPU {cpu_ms:.2f} ms/delivery (= {1000 / cpu_ms:.0f}/s per server core)"
-                f"   target >= 300/s: {'PASS' if ok else 'FAIL'}"
+                f"server CPU {cpu_ms:.2f} ms/delivery (= {1000 / cpu_ms:.0f}/s per server core), "
+                f"client CPU {client_ms:.2f} ms/request   {verdict}"
             )
         with session_scope(engine) as s:
             queued_runs = s.scalar(select(func.count(Run.id))) or 0
