@@ -1,5 +1,7 @@
 #include "aten/native/OpSupport.h"
 
+#include "aten/fallback/CpuFallback.h"
+
 namespace openreg::native {
 
 void check_same_device(const at::Tensor& a, const at::Tensor& b) {
@@ -13,7 +15,9 @@ void check_same_device(const at::Tensor& a, const at::Tensor& b) {
 
 void counted_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   count_cpu_fallback();
-  at::native::cpu_fallback(op, stack);
+  // The backend's boxed fallback: at::native::cpu_fallback plus the
+  // same-device check and openreg generators for random ops.
+  openreg::fallback::cpu_fallback(op, stack);
 }
 
 } // namespace openreg::native

@@ -40,7 +40,8 @@ inline bool is_native_tensor(const at::Tensor& t) {
 // devices: the fallback would otherwise silently compute on the CPU.
 void check_same_device(const at::Tensor& a, const at::Tensor& b);
 
-// Boxed at::native::cpu_fallback that counts the call; also usable directly in
+// Boxed CPU fallback (at::native::cpu_fallback behind the backend's global
+// fallback checks) that counts the call; also usable directly in
 // m.impl(..., makeFromBoxedFunction<&counted_cpu_fallback>()).
 void counted_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 

@@ -1,0 +1,238 @@
+// softmax / log_softmax and their backward kernels over one dim, on a
+// contiguous [outer, dim, inner] view of the input.
+
+#include "aten/native/Launch.h"
+#include "aten/native/OpSupport.h"
+
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace openreg::native {
+namespace {
+
+using at::Tensor;
+
+// exp(x) for float with plain arithmetic and bit operations only, so the
+// row loops vectorise (std::exp is a libm call per element and made the
+// kernel ~10x slower than ATen's vectorised CPU softmax). Cephes' expf
+// polynomial, about 1 ulp; underflows to 0 below -87.3 like expf.
+inline float vec_expf(float x) {
+  const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float clamped = std::min(std::max(x, -87.3f), 88.7f);
+  const float shifted = clamped * 1.44269504088896341f + kMagic;
+  const float n = shifted - kMagic;
+  const int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kMagic);
+  const float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const float scale = std::bit_cast<float>((ni + 127) << 23);
+  const float result = p * scale;
+  return x < -87.3f ? 0.0f : (x != x ? x : result);
+}
+
+template <typename T>
+inline T fast_exp(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return vec_expf(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+struct SoftmaxShape {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+
+SoftmaxShape shape_of(const Tensor& t, int64_t dim) {
+  SoftmaxShape s;
+  if (t.dim() == 0) return s;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) s.outer *= t.size(d);
+    else if (d == dim) s.dim = t.size(d);
+    else s.inner *= t.size(d);
+  }
+  return s;
+}
+
+// [native-softmax]
+template <typename T, bool kLog>
+void softmax_rows(const T* in, T* out, SoftmaxShape s, int64_t begin, int64_t end) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t base = (row / s.inner) * s.dim * s.inner + row % s.inner;
+    const T* x = in + base;
+    T* y = out + base;
+    const int64_t st = s.inner;
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < s.dim; ++j) max = std::max(max, x[j * st]);
+    if (std::isnan(max) || std::isinf(max)) {
+      // Let the exact formula produce PyTorch's NaN/inf results.
+      max = std::isinf(max) && max < 0 ? T(0) : max;
+    }
+    for (int64_t j = 0; j < s.dim; ++j) y[j * st] = fast_exp<T>(x[j * st] - max);
+    T lanes[8] = {};
+    int64_t j = 0;
+    if (st == 1) {
+      for (; j + 8 <= s.dim; j += 8) {
+        for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
+      }
+    }
+    for (; j < s.dim; ++j) lanes[0] += y[j * st];
+    T sum = 0;
+    for (T lane : lanes) sum += lane;
+    if constexpr (kLog) {
+      const T shift = max + std::log(sum);
+      for (int64_t k = 0; k < s.dim; ++k) y[k * st] = x[k * st] - shift;
+    } else {
+      const T scale = T(1) / sum;
+      for (int64_t k = 0; k < s.dim; ++k) y[k * st] *= scale;
+    }
+  }
+}
+
+template <typename T, bool kLog>
+void softmax_backward_rows(const T* grad, const T* output, T* grad_input, SoftmaxShape s, int64_t begin,
+                           int64_t end) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t base = (row / s.inner) * s.dim * s.inner + row % s.inner;
+    const int64_t st = s.inner;
+    T dot = 0;
+    for (int64_t j = 0; j < s.dim; ++j) {
+      dot += kLog ? grad[base + j * st] : grad[base + j * st] * output[base + j * st];
+    }
+    for (int64_t j = 0; j < s.dim; ++j) {
+      const int64_t i = base + j * st;
+      grad_input[i] = kLog ? grad[i] - std::exp(output[i]) * dot : output[i] * (grad[i] - dot);
+    }
+  }
+}
+// [/native-softmax]
+
+int64_t row_grain(const SoftmaxShape& s) {
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s.dim));
+}
+
+std::optional<Tensor> run_softmax(const Tensor& self, int64_t dim, bool half_to_float, bool log) {
+  if (!native_kernels_enabled() || half_to_float || !is_native_tensor(self) || !is_native_float(self.scalar_type())) {
+    return std::nullopt;
+  }
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  const Tensor input = self.contiguous();
+  Tensor out = at::empty(self.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  const SoftmaxShape s = shape_of(self, dim);
+  const void* in_ptr = input.const_data_ptr();
+  void* out_ptr = out.mutable_data_ptr();
+  const c10::ScalarType dtype = self.scalar_type();
+  launch_kernel(self.device().index(), [=]() {
+    OPENREG_DISPATCH_NATIVE_FLOATS(dtype, "openreg_softmax", [&] {
+      const auto* x = static_cast<const scalar_t*>(in_ptr);
+      auto* y = static_cast<scalar_t*>(out_ptr);
+      parallel_range(s.outer * s.inner, row_grain(s), [&](int64_t b, int64_t e) {
+        if (log) softmax_rows<scalar_t, true>(x, y, s, b, e);
+        else softmax_rows<scalar_t, false>(x, y, s, b, e);
+      });
+    });
+  });
+  return out;
+}
+
+std::optional<Tensor> run_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim,
+                                           c10::ScalarType input_dtype, bool log) {
+  if (!native_kernels_enabled() || !is_native_tensor(grad) || !is_native_tensor(output) ||
+      !is_native_float(output.scalar_type()) || grad.scalar_type() != output.scalar_type() ||
+      input_dtype != output.scalar_type() || !grad.sizes().equals(output.sizes()) ||
+      grad.device() != output.device()) {
+    return std::nullopt;
+  }
+  dim = c10::maybe_wrap_dim(dim, output.dim());
+  const Tensor g = grad.contiguous();
+  const Tensor y = output.contiguous();
+  Tensor grad_input = at::empty(output.sizes(), output.options());
+  if (grad_input.numel() == 0) return grad_input;
+  const SoftmaxShape s = shape_of(output, dim);
+  const void* g_ptr = g.const_data_ptr();
+  const void* y_ptr = y.const_data_ptr();
+  void* gi_ptr = grad_input.mutable_data_ptr();
+  const c10::ScalarType dtype = output.scalar_type();
+  launch_kernel(output.device().index(), [=]() {
+    OPENREG_DISPATCH_NATIVE_FLOATS(dtype, "openreg_softmax_backward", [&] {
+      const auto* gp = static_cast<const scalar_t*>(g_ptr);
+      const auto* yp = static_cast<const scalar_t*>(y_ptr);
+      auto* gip = static_cast<scalar_t*>(gi_ptr);
+      parallel_range(s.outer * s.inner, row_grain(s), [&](int64_t b, int64_t e) {
+        if (log) softmax_backward_rows<scalar_t, true>(gp, yp, gip, s, b, e);
+        else softmax_backward_rows<scalar_t, false>(gp, yp, gip, s, b, e);
+      });
+    });
+  });
+  return grad_input;
+}
+
+Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+  if (auto r = run_softmax(self, dim, half_to_float, false)) return *r;
+  return cpu_fallback_op<at::_ops::_softmax>(self, dim, half_to_float);
+}
+
+Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+  if (auto r = run_softmax(self, dim, half_to_float, true)) return *r;
+  return cpu_fallback_op<at::_ops::_log_softmax>(self, dim, half_to_float);
+}
+
+Tensor& softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
+  if (is_native_tensor(out) && out.scalar_type() == self.scalar_type()) {
+    if (auto r = run_softmax(self, dim, half_to_float, false)) {
+      at::native::resize_output(out, r->sizes());
+      return out.copy_(*r);
+    }
+  }
+  return cpu_fallback_op<at::_ops::_softmax_out>(self, dim, half_to_float, out);
+}
+
+Tensor& log_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
+  if (is_native_tensor(out) && out.scalar_type() == self.scalar_type()) {
+    if (auto r = run_softmax(self, dim, half_to_float, true)) {
+      at::native::resize_output(out, r->sizes());
+      return out.copy_(*r);
+    }
+  }
+  return cpu_fallback_op<at::_ops::_log_softmax_out>(self, dim, half_to_float, out);
+}
+
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
+  if (auto r = run_softmax_backward(grad, output, dim, input_dtype, false)) return *r;
+  return cpu_fallback_op<at::_ops::_softmax_backward_data>(grad, output, dim, input_dtype);
+}
+
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
+  if (auto r = run_softmax_backward(grad, output, dim, input_dtype, true)) return *r;
+  return cpu_fallback_op<at::_ops::_log_softmax_backward_data>(grad, output, dim, input_dtype);
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", TORCH_FN(softmax));
+  m.impl("_softmax.out", TORCH_FN(softmax_out));
+  m.impl("_log_softmax", TORCH_FN(log_softmax));
+  m.impl("_log_softmax.out", TORCH_FN(log_softmax_out));
+  m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
+  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
+}
+
+} // namespace openreg::native
