@@ -113,11 +113,35 @@ def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict
     return env
 
 
+# Snapshot contents that are build output, not source.
+_NOT_SOURCE = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".pytest_cache",
+                                     "*.so", "*.so.*")
+
+
+def snapshot_backend(source: Path, dest: Path) -> Path:
+    """A private copy of the backend sources for the whole corpus run.
+
+    Every case then builds the same code (the tree may be edited meanwhile), no build
+    touches the real tree (setuptools writes build/ and egg-info into it, so two builds of
+    one tree must not overlap: this tree is ours alone, no shared lock needed), and with
+    the snapshot inside the work root its paths are cache-relative like the overlays'.
+    """
+    shutil.copytree(source, dest, ignore=_NOT_SOURCE, symlinks=True)
+    return dest
+
+
+def corpus_backend_name(recipe_name: str) -> str:
+    # Mutant runs are synthetic: kept apart from the real backend's history, matrix and
+    # breakages, where they would read as upstream breaking it.
+    return f"{recipe_name}-corpus"
+
+
 def _execute(cfg: LiveConfig, label: str, spec: str, case_dir: Path, mutant: str | None) -> int:
     """Create the run row and execute it in an isolated interpreter; return the run id."""
     recipe = load_recipe(cfg.backend_dir)
     with session_scope(cfg.engine) as s:
-        backend = get_or_create_backend(s, recipe.name, str(cfg.backend_dir))
+        backend = get_or_create_backend(s, corpus_backend_name(recipe.name),
+                                        str(cfg.backend_dir))
         run_id = create_run(s, backend, spec, trigger="corpus",
                             trigger_info={"mutant": mutant or "baseline"}).id
     python = make_isolated_python(case_dir / "python")
@@ -246,6 +270,9 @@ def run_mutant(cfg: LiveConfig, mutant: Mutant, baseline: _Baseline) -> CaseResu
 
 def run_live(cfg: LiveConfig, mutants: Sequence[Mutant]) -> tuple[list[CaseResult], _Baseline]:
     cfg.work_root.mkdir(parents=True, exist_ok=True)
+    source = cfg.backend_dir
+    cfg.backend_dir = snapshot_backend(source, cfg.work_root / "backend")
+    cfg.progress(f"backend {source} snapshotted to {cfg.backend_dir}")
     needs_suite = any(m.expect.stage is not Stage.BUILD for m in mutants)
     baseline = _run_baseline(cfg) if cfg.baseline and needs_suite else _Baseline()
     results = []

@@ -3,51 +3,27 @@
 The corpus runner starts this under a mutant's isolated interpreter (see
 ``workers.corpus.interpreter``) so that the pipeline's "installed interpreter" is that one.
 Settings come from the environment (OOTCI_DATABASE_URL, OOTCI_CACHE_DIR, ...). Progress goes
-to stdout as one JSON object per line: {"kind": "step"|"line"|"done", ...}.
+to stdout as one JSON object per line: {"kind": "step"|"done", ...}. The backend it builds is
+the corpus run's private snapshot, so no lock on the real backend tree is needed.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import sys
-from pathlib import Path
-from typing import IO
 
 from service.config import get_settings
 from service.db import make_engine
 from workers.pipeline.execute import RunEvent, execute_run
 
-# Builds of one backend tree must not overlap (setuptools writes build/ and egg-info in the
-# tree); engineers building the bundled backend by hand take this same lock.
-BUILD_LOCK = Path(os.environ.get("OOTCI_BACKEND_BUILD_LOCK", "/tmp/openreg-build.lock"))
 
-
-class _Emitter:
-    """Prints events and holds BUILD_LOCK exactly while the build step runs."""
-
-    def __init__(self) -> None:
-        self._lock: IO[str] | None = None
-
-    def __call__(self, event: RunEvent) -> None:
-        if event.kind == "step" and event.step == "build":
-            if event.status == "running" and self._lock is None:
-                self._lock = BUILD_LOCK.open("a")
-                fcntl.flock(self._lock, fcntl.LOCK_EX)
-            elif event.status != "running":
-                self.release()
-        if event.kind == "line":
-            return  # build/test output stays in the step logs; progress shows steps only
-        print(json.dumps({"kind": event.kind, "step": event.step, "status": event.status,
-                          "text": event.text[:500]}), flush=True)
-
-    def release(self) -> None:
-        if self._lock is not None:
-            fcntl.flock(self._lock, fcntl.LOCK_UN)
-            self._lock.close()
-            self._lock = None
+def _emit(event: RunEvent) -> None:
+    if event.kind == "line":
+        return  # build/test output stays in the step logs; progress shows steps only
+    print(json.dumps({"kind": event.kind, "step": event.step, "status": event.status,
+                      "text": event.text[:500]}), flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -56,12 +32,12 @@ def main(argv: list[str]) -> int:
         return 2
     settings = get_settings()
     engine = make_engine(settings.resolved_database_url)
-    emit = _Emitter()
+    # Corpus builds share two cores with everyone's work: let theirs go first.
+    os.nice(int(os.environ.get("OOTCI_CORPUS_NICE", "10")))
     try:
         state = execute_run(engine, settings, int(argv[1]),
-                            f"corpus:{socket.gethostname()}:{os.getpid()}", on_event=emit)
+                            f"corpus:{socket.gethostname()}:{os.getpid()}", on_event=_emit)
     finally:
-        emit.release()
         engine.dispose()
     print(json.dumps({"kind": "done", "step": "", "status": state or "not-claimed",
                       "text": ""}), flush=True)
