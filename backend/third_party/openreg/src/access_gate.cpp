@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "arena.h"
@@ -12,8 +13,12 @@ AccessGate::AccessGate(std::vector<Arena*> arenas)
     : arenas_(std::move(arenas)), exposed_(arenas_.size(), 0) {}
 
 bool AccessGate::expose_locked(std::size_t i) {
-  const std::size_t want = arenas_[i]->high_water();
-  if (want <= exposed_[i]) return true;
+  // mprotect needs page-aligned starts, and a boundary inside a 2 MiB huge page would
+  // split it: expose whole huge-page-sized steps (free arena space, never foreign).
+  const std::size_t used = arenas_[i]->high_water();
+  if (used <= exposed_[i]) return true;
+  const std::size_t want =
+      std::min((used + kExposureStep - 1) / kExposureStep * kExposureStep, arenas_[i]->capacity());
   std::byte* base = arenas_[i]->base();
   if (mprotect(base + exposed_[i], want - exposed_[i], PROT_READ | PROT_WRITE) != 0) {
     return false;

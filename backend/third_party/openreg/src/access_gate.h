@@ -16,6 +16,9 @@ namespace openreg {
 
 class Arena;
 
+// Granularity of the exposed span: a 2 MiB huge page (a page multiple on any system).
+inline constexpr std::size_t kExposureStep = std::size_t{2} << 20;
+
 class AccessGate {
  public:
   explicit AccessGate(std::vector<Arena*> arenas);

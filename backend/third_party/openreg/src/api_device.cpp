@@ -10,33 +10,36 @@ extern "C" {
 
 orError_t orGetDeviceCount(int* count) {
   if (count == nullptr) return orErrorInvalidValue;
-  // Deliberately no api_entry(): the count needs no runtime state, so it also answers
+  // Deliberately not api_call(): the count needs no runtime state, so it also answers
   // in a forked child (e.g. to decide whether a device is present at all).
   *count = config().device_count;
   return orSuccess;
 }
 
 orError_t orSetDevice(int device) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (!Runtime::get().valid_device(device)) return orErrorInvalidDevice;
-  current_device() = device;
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (!Runtime::get().valid_device(device)) return orErrorInvalidDevice;
+    current_device() = device;
+    return orSuccess;
+  });
 }
 
 orError_t orGetDevice(int* device) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (device == nullptr) return orErrorInvalidValue;
-  if (Runtime::get().device_count() == 0) return orErrorInvalidDevice;
-  *device = current_device();
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (device == nullptr) return orErrorInvalidValue;
+    if (Runtime::get().device_count() == 0) return orErrorInvalidDevice;
+    *device = current_device();
+    return orSuccess;
+  });
 }
 
 orError_t orDeviceSynchronize(void) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  Runtime& rt = Runtime::get();
-  const int device = current_device();
-  if (!rt.valid_device(device)) return orErrorInvalidDevice;
-  return wait_streams(rt.streams_on(device), SyncKind::Explicit);
+  return api_call([&]() -> orError_t {
+    Runtime& rt = Runtime::get();
+    const int device = current_device();
+    if (!rt.valid_device(device)) return orErrorInvalidDevice;
+    return wait_streams(rt.streams_on(device), SyncKind::Explicit);
+  });
 }
 
 }  // extern "C"

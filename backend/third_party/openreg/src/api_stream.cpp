@@ -12,14 +12,15 @@ constexpr int kLeastPriority = 0;
 constexpr int kGreatestPriority = -1;
 
 orError_t launch(orStream_t stream, orHostFn_t fn, void* user_data, bool device_access) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (fn == nullptr) return orErrorInvalidValue;
-  StreamPtr s;
-  if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-  if (s->enqueue({[fn, user_data] { fn(user_data); }, device_access}) == 0) {
-    return orErrorRuntimeUnloading;
-  }
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (fn == nullptr) return orErrorInvalidValue;
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    if (s->enqueue({[fn, user_data] { fn(user_data); }, device_access}) == 0) {
+      return orErrorRuntimeUnloading;
+    }
+    return orSuccess;
+  });
 }
 
 }  // namespace
@@ -31,55 +32,61 @@ orError_t orStreamCreate(orStream_t* stream) {
 }
 
 orError_t orStreamCreateWithPriority(orStream_t* stream, unsigned int flags, int priority) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (stream == nullptr || (flags & ~orStreamNonBlocking) != 0) return orErrorInvalidValue;
-  // Out-of-range priorities are clamped, as cudaStreamCreateWithPriority does.
-  if (priority > kLeastPriority) priority = kLeastPriority;
-  if (priority < kGreatestPriority) priority = kGreatestPriority;
-  StreamPtr s;
-  if (auto e = Runtime::get().create_stream(current_device(), priority, &s); e != orSuccess) {
-    return e;
-  }
-  *stream = s.get();
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (stream == nullptr || (flags & ~orStreamNonBlocking) != 0) return orErrorInvalidValue;
+    // Out-of-range priorities are clamped, as cudaStreamCreateWithPriority does.
+    if (priority > kLeastPriority) priority = kLeastPriority;
+    if (priority < kGreatestPriority) priority = kGreatestPriority;
+    StreamPtr s;
+    if (auto e = Runtime::get().create_stream(current_device(), priority, &s); e != orSuccess) {
+      return e;
+    }
+    *stream = s.get();
+    return orSuccess;
+  });
 }
 
 orError_t orStreamDestroy(orStream_t stream) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (stream == nullptr) return orErrorInvalidResourceHandle;
-  return Runtime::get().destroy_stream(stream);
+  return api_call([&]() -> orError_t {
+    if (stream == nullptr) return orErrorInvalidResourceHandle;
+    return Runtime::get().destroy_stream(stream);
+  });
 }
 
 orError_t orStreamSynchronize(orStream_t stream) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  StreamPtr s;
-  if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-  return wait_streams({s}, SyncKind::Explicit);
+  return api_call([&]() -> orError_t {
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    return wait_streams({s}, SyncKind::Explicit);
+  });
 }
 
 orError_t orStreamQuery(orStream_t stream) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  StreamPtr s;
-  if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-  return s->idle() ? orSuccess : orErrorNotReady;
+  return api_call([&]() -> orError_t {
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    return s->idle() ? orSuccess : orErrorNotReady;
+  });
 }
 
 orError_t orStreamGetPriority(orStream_t stream, int* priority) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (priority == nullptr) return orErrorInvalidValue;
-  StreamPtr s;
-  if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-  *priority = s->priority;
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (priority == nullptr) return orErrorInvalidValue;
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    *priority = s->priority;
+    return orSuccess;
+  });
 }
 
 orError_t orStreamGetDevice(orStream_t stream, int* device) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (device == nullptr) return orErrorInvalidValue;
-  StreamPtr s;
-  if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-  *device = s->device;
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (device == nullptr) return orErrorInvalidValue;
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    *device = s->device;
+    return orSuccess;
+  });
 }
 
 orError_t orDeviceGetStreamPriorityRange(int* least_priority, int* greatest_priority) {
@@ -89,12 +96,13 @@ orError_t orDeviceGetStreamPriorityRange(int* least_priority, int* greatest_prio
 }
 
 orError_t orDeviceGetDefaultStream(int device, orStream_t* stream) {
-  if (auto e = api_entry(); e != orSuccess) return e;
-  if (stream == nullptr) return orErrorInvalidValue;
-  StreamPtr s;
-  if (auto e = Runtime::get().default_stream(device, &s); e != orSuccess) return e;
-  *stream = s.get();
-  return orSuccess;
+  return api_call([&]() -> orError_t {
+    if (stream == nullptr) return orErrorInvalidValue;
+    StreamPtr s;
+    if (auto e = Runtime::get().default_stream(device, &s); e != orSuccess) return e;
+    *stream = s.get();
+    return orSuccess;
+  });
 }
 
 orError_t orLaunchKernel(orStream_t stream, orHostFn_t fn, void* user_data) {

@@ -51,11 +51,7 @@ Runtime& Runtime::get() {
   return *runtime;
 }
 
-orError_t api_entry() {
-  if (g_forked_after_init.load(std::memory_order_relaxed)) return orErrorInitializationError;
-  Runtime::get();
-  return orSuccess;
-}
+bool forked_after_init() { return g_forked_after_init.load(std::memory_order_relaxed); }
 
 int Runtime::device_of(const void* ptr) const {
   for (std::size_t d = 0; d < arenas_.size(); ++d) {

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
+#include <system_error>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -28,7 +30,7 @@ using StreamPtr = std::shared_ptr<orStream_st>;
 
 class Runtime {
  public:
-  // Creates the runtime on first use. Callers go through api_entry() first.
+  // Creates the runtime on first use. C entry points go through api_call().
   static Runtime& get();
 
   int device_count() const { return static_cast<int>(arenas_.size()); }
@@ -80,10 +82,27 @@ class Runtime {
   std::atomic<bool> unloading_{false};
 };
 
-// First statement of every C entry point that touches runtime state: refuses in a
-// child forked after initialisation (its locks may be held by threads that no longer
-// exist) and creates the runtime otherwise.
-orError_t api_entry();
+// True in a child forked after the runtime was initialised: its locks may be held by
+// threads that no longer exist, so it must not be touched.
+bool forked_after_init();
+
+// The body of every C entry point that touches runtime state. Refuses in a poisoned
+// fork child, creates the runtime on first use, and turns C++ exceptions (which must
+// not cross the C boundary) into error codes.
+template <typename Body>
+orError_t api_call(Body&& body) noexcept {
+  if (forked_after_init()) return orErrorInitializationError;
+  try {
+    Runtime::get();
+    return body();
+  } catch (const std::bad_alloc&) {
+    return orErrorMemoryAllocation;
+  } catch (const std::system_error&) {
+    return orErrorMemoryAllocation;  // a worker thread could not be started
+  } catch (...) {
+    return orErrorUnknown;
+  }
+}
 
 enum class SyncKind {
   // A synchronisation the caller asked for: it reports (and clears) failures of the

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "check.h"
 
@@ -48,15 +49,15 @@ OR_TEST(kernels_may_touch_device_memory) {
   unsigned char back[4096];
   CHECK_OK(orMemcpy(back, d, sizeof back, orMemcpyDeviceToHost));
   CHECK_EQ(static_cast<int>(back[4095]), 7);
-  // Host functions are not kernels: no access window.
-  orPointerAttributes at{};
-  CHECK_OK(orPointerGetAttributes(&at, d));
   CHECK_OK(orFree(d));
 }
 
 OR_TEST(memory_allocated_while_a_kernel_runs_is_accessible_to_kernels) {
-  // A long kernel keeps the window open; a block allocated meanwhile lies beyond the
-  // span exposed at open time and must be exposed as well.
+  // A long kernel keeps the window open; blocks allocated meanwhile lie beyond the
+  // span exposed when it opened and must be exposed too. The small first block makes
+  // the used span end off any page boundary.
+  void* small = nullptr;
+  CHECK_OK(orMalloc(&small, 1000));
   static std::atomic<int> phase{0};
   CHECK_OK(orLaunchKernel(nullptr, [](void*) {
     phase.store(1);
@@ -67,17 +68,62 @@ OR_TEST(memory_allocated_while_a_kernel_runs_is_accessible_to_kernels) {
   }
   orStream_t other = nullptr;
   CHECK_OK(orStreamCreate(&other));
-  void* fresh = nullptr;
-  CHECK_OK(orMalloc(&fresh, 1 << 20));
-  CHECK_OK(orLaunchKernel(other, [](void* p) { std::memset(p, 3, 1 << 20); }, fresh));
+  struct Fill {
+    void* p;
+    std::size_t n;
+  };
+  std::vector<Fill> fills;
+  for (std::size_t size : {std::size_t{1000}, std::size_t{3} << 20, std::size_t{5} << 20,
+                           std::size_t{700}}) {
+    void* p = nullptr;
+    CHECK_OK(orMalloc(&p, size));
+    fills.push_back({p, size});
+  }
+  for (auto& f : fills) {
+    CHECK_OK(orLaunchKernel(other, [](void* a) {
+      auto* fill = static_cast<Fill*>(a);
+      std::memset(fill->p, 3, fill->n);
+    }, &f));
+  }
   CHECK_OK(orStreamSynchronize(other));
   phase.store(2);
   CHECK_OK(orDeviceSynchronize());
-  unsigned char last = 0;
-  CHECK_OK(orMemcpy(&last, static_cast<char*>(fresh) + (1 << 20) - 1, 1, orMemcpyDeviceToHost));
-  CHECK_EQ(static_cast<int>(last), 3);
+  for (auto& f : fills) {
+    unsigned char last = 0;
+    CHECK_OK(orMemcpy(&last, static_cast<char*>(f.p) + f.n - 1, 1, orMemcpyDeviceToHost));
+    CHECK_EQ(static_cast<int>(last), 3);
+    CHECK_OK(orFree(f.p));
+  }
   CHECK_OK(orStreamDestroy(other));
-  CHECK_OK(orFree(fresh));
+  CHECK_OK(orFree(small));
 }
+
+// A forked child inherits the parent's page protections as they are at fork time, so
+// forking while work blocks a stream shows whether the access window is open then.
+void window_while_blocked(bool kernel, int expected_signal) {
+  void* d = nullptr;
+  CHECK_OK(orMalloc(&d, 4096));
+  static std::atomic<int> phase{0};
+  phase = 0;
+  auto block = [](void*) {
+    phase.store(1);
+    while (phase.load() != 2) {
+    }
+  };
+  CHECK_OK(kernel ? orLaunchKernel(nullptr, block, nullptr)
+                  : orLaunchHostFunc(nullptr, block, nullptr));
+  while (phase.load() != 1) {
+  }
+  CHECK_EQ(signal_of_child([d] { write_byte(d); }), expected_signal);
+  phase.store(2);
+  CHECK_OK(orDeviceSynchronize());
+  CHECK_OK(orFree(d));
+}
+
+OR_TEST(host_functions_get_no_access_window) { window_while_blocked(false, SIGSEGV); }
+
+// The window is process-wide (kernels may use thread pools), and this shows the
+// SIGSEGV above comes from the gate, not from the memory being unusable.
+OR_TEST(a_running_kernel_opens_the_window_process_wide) { window_while_blocked(true, 0); }
 
 OR_TEST_MAIN()
