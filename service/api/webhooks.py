@@ -104,10 +104,18 @@ async def github_webhook(
         return _problem(400, "X-GitHub-Event or X-GitHub-Delivery is too long")
     try:
         payload = json.loads(body)
+        problem = None if isinstance(payload, dict) else "body is JSON but not an object"
     except (ValueError, UnicodeDecodeError) as exc:
-        return _problem(400, f"body is not JSON: {exc}")
-    if not isinstance(payload, dict):
-        return _problem(400, "body is JSON but not an object")
+        problem = f"body is not JSON: {exc}"
+    if problem is not None:
+        # Signed by GitHub, so worth keeping: the start of what arrived, and why it was refused.
+        unparsed = {"unparsed": body[:2048].decode("utf-8", "replace")}
+        rejected = _row(x_github_event, x_github_delivery, unparsed)
+        try:
+            await _recorder(request).record(rejected | {"outcome": REJECTED, "reason": problem})
+        except OperationalError:
+            log.error("webhook %s (malformed) not stored", x_github_delivery)
+        return _problem(400, problem)
     row = _row(x_github_event, x_github_delivery, payload)
     try:
         try:

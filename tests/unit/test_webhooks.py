@@ -186,11 +186,16 @@ def test_replayed_delivery_is_200_duplicate_and_queues_nothing(
 def test_malformed_json_is_400(
     client: TestClient, engine: Engine, dispatcher: CommitCheckingDispatcher
 ) -> None:
-    for body in (b'{"action": "labeled", ', b"[1, 2, 3]", b"\xff\xfe not utf-8"):
-        resp = post(client, body, "pull_request")
+    for i, body in enumerate((b'{"action": "labeled", ', b"[1, 2, 3]", b"\xff\xfe not utf-8")):
+        resp = post(client, body, "pull_request", delivery=f"bad-{i}")
         assert resp.status_code == 400, body
-    assert counts(engine)[0] == 0
+    assert counts(engine) == (0, 3)  # signed, so recorded as rejected, with why
     assert dispatcher.enqueued == []
+    with Session(engine) as s:
+        row = s.scalar(select(WebhookDelivery).where(WebhookDelivery.delivery_id == "bad-0"))
+    assert row is not None and row.outcome == "rejected"
+    assert (row.reason or "").startswith("body is not JSON")
+    assert row.payload == {"unparsed": '{"action": "labeled", '}
 
 
 def test_signed_payload_missing_required_fields_is_400_and_recorded(
