@@ -156,7 +156,12 @@ def test_hang_holding_the_gil_is_killed_by_the_watchdog(
     assert hung.message == "timed out after 2 s (killed by ootci)"
 
 
-def test_python_hang_is_stopped_by_pytest_timeout(installed: TorchEnv, tmp_path: Path) -> None:
+@pytest.mark.parametrize("autoload", [True, False])
+def test_python_hang_is_stopped_by_pytest_timeout(
+    installed: TorchEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autoload: bool
+) -> None:
+    if not autoload:  # a CI that pins its plugins: pytest-timeout must still be loaded
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     hang = """
         import time
 

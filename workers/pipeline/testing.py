@@ -308,7 +308,9 @@ def run_tests(
     per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
     timeout_args: list[str] = []
     if has_module(env, "pytest_timeout"):
-        timeout_args = [f"--timeout={per_test_s}", "--timeout-method=thread"]
+        # `-p timeout` (its entry-point name) loads it even with plugin autoload disabled
+        # and is a no-op otherwise; `-p pytest_timeout` would register it twice.
+        timeout_args = ["-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread"]
     else:
         log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
     runner = _Runner(
