@@ -222,8 +222,23 @@ class _Links(html.parser.HTMLParser):
                 self.links.append((values["href"] or "", "data-yanked" in values))
 
 
+def _read_local(url: str) -> str:
+    """A file:// index page; a directory is its index.html or, like pip, its file list."""
+    path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    if not path.exists():
+        raise SpecError(f"{url}: no such project page (no {path})")
+    if path.is_dir():
+        if (path / "index.html").is_file():
+            return (path / "index.html").read_text(encoding="utf-8", errors="replace")
+        names = sorted(p.name for p in path.iterdir() if p.is_file())
+        return "".join(f'<a href="{urllib.parse.quote(n)}">{n}</a>\n' for n in names)
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 def _fetch(url: str) -> str:
     """GET ``url``: network trouble is ProvisionError (infra), fast (one try, short timeout)."""
+    if urllib.parse.urlsplit(url).scheme == "file":
+        return _read_local(url)
     try:
         with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as resp:  # noqa: S310
             return str(resp.read().decode("utf-8", errors="replace"))
