@@ -1,0 +1,103 @@
+"""Time ratio openreg / CPU for common ops, with the native kernels and with
+every op routed to the CPU fallback, measured in one run.
+
+    .venv/bin/python benchmarks/backend_ops.py [--rounds 5] [--json]
+
+Target: native <= 1.5x CPU. Each timing is the best of several rounds of a
+batch of calls, ending with a device synchronize (kernels are asynchronous).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+
+import torch
+
+import torch_openreg
+
+N = 1 << 20  # 1M elements
+
+
+def _inputs(device: str) -> dict[str, tuple[torch.Tensor, ...]]:
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(N, generator=g)
+    b = torch.randn(N, generator=g)
+    m1 = torch.randn(512, 512, generator=g)
+    m2 = torch.randn(512, 512, generator=g)
+    s = torch.randn(1024, 1024, generator=g)
+    return {
+        "add": (a.to(device), b.to(device)),
+        "mul": (a.to(device), b.to(device)),
+        "sum": (a.to(device),),
+        "mm": (m1.to(device), m2.to(device)),
+        "softmax": (s.to(device),),
+    }
+
+
+OPS: dict[str, tuple[str, Callable[..., torch.Tensor]]] = {
+    "add": ("1M float32", torch.add),
+    "mul": ("1M float32", torch.mul),
+    "sum": ("1M float32 -> scalar", torch.sum),
+    "mm": ("512x512 @ 512x512", torch.mm),
+    "softmax": ("1024x1024, dim=-1", lambda x: torch.softmax(x, -1)),
+}
+
+
+def _sync(device: str) -> None:
+    if device == "openreg":
+        torch.openreg.synchronize()
+
+
+def best_time(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...], device: str,
+              rounds: int, calls: int) -> float:
+    for _ in range(3):  # warm up caches, allocator and thread pools
+        fn(*args)
+    _sync(device)
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        _sync(device)
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = parser.parse_args()
+
+    cpu_inputs, dev_inputs = _inputs("cpu"), _inputs("openreg")
+    results = {}
+    for name, (shape, fn) in OPS.items():
+        cpu = best_time(fn, cpu_inputs[name], "cpu", args.rounds, args.calls)
+        torch_openreg._C._set_native_kernels_enabled(True)
+        native = best_time(fn, dev_inputs[name], "openreg", args.rounds, args.calls)
+        torch_openreg._C._set_native_kernels_enabled(False)
+        try:
+            fallback = best_time(fn, dev_inputs[name], "openreg", args.rounds, args.calls)
+        finally:
+            torch_openreg._C._set_native_kernels_enabled(True)
+        results[name] = {"shape": shape, "cpu_ms": cpu * 1e3, "native_ms": native * 1e3,
+                         "fallback_ms": fallback * 1e3, "native_ratio": native / cpu,
+                         "fallback_ratio": fallback / cpu}
+
+    if args.json:
+        print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "ops": results}))
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, best of {args.rounds} x {args.calls} calls")
+    print(f"{'op':<8} {'shape':<22} {'cpu ms':>8} {'native ms':>10} {'native/cpu':>11} {'fallback ms':>12} {'fallback/cpu':>13}")
+    for name, r in results.items():
+        flag = "" if r["native_ratio"] <= 1.5 else "  (> 1.5x target)"
+        print(f"{name:<8} {r['shape']:<22} {r['cpu_ms']:8.3f} {r['native_ms']:10.3f} {r['native_ratio']:10.2f}x"
+              f" {r['fallback_ms']:12.3f} {r['fallback_ratio']:12.2f}x{flag}")
+
+
+if __name__ == "__main__":
+    main()
