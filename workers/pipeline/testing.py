@@ -323,9 +323,28 @@ def run_tests(
         timeout_args=timeout_args,
         build_dir=build_dir,
     )
+    records, first, problem = _run_until_done(runner)
+    if rerun_failures and problem is None:
+        _rerun_failures(runner, records, log)
+
+    results = tuple(records.values())
+    status, summary = _verdict(results, problem, no_tests=not results)
+    return TestRunOutcome(
+        step=StepOutcome(status, first.returncode, summary, log.path),
+        results=results,
+    )
+
+
+def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult, str | None]:
+    """Run pytest, restarting it after each crash without the tests already recorded.
+
+    Returns the records in the order tests ran, the first pytest process's result and,
+    when the suite could not be run to the end, why.
+    """
     records: dict[str, TestRecord] = {}
     first: ProcResult | None = None
     problem: str | None = None  # why the step could not run the suite to the end
+    work_dir, log, per_test_s = runner.work_dir, runner.log, runner.per_test_s
 
     while True:
         junit = work_dir / ("junit.xml" if runner.attempt == 0 else f"junit.{runner.attempt}.xml")
@@ -355,7 +374,7 @@ def run_tests(
                 problem = runner.step_killed
                 break
             if runner.remaining_s() <= 0:
-                problem = f"timed out after {timeout_s} s"
+                problem = f"timed out after {runner.timeout_s} s"
                 break
             continue  # restart without everything recorded so far
         if runner.step_killed is not None:
@@ -381,15 +400,8 @@ def run_tests(
             )
         break
 
-    if rerun_failures and problem is None:
-        _rerun_failures(runner, records, log)
-
-    results = tuple(records.values())
-    status, summary = _verdict(results, problem, no_tests=not results)
-    return TestRunOutcome(
-        step=StepOutcome(status, first.returncode if first else None, summary, log.path),
-        results=results,
-    )
+    assert first is not None  # the loop runs at least once
+    return records, first, problem
 
 
 def _rerun_failures(runner: _Runner, records: dict[str, TestRecord], log: LogSink) -> None:
