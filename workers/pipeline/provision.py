@@ -48,9 +48,11 @@ from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
 
 DEFAULT_NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
 INDEX_SEPARATOR = "@@"
+# No square brackets in these: they end up in messages that terminals render as markup.
 SPEC_FORMS = (
     "installed",
-    f"pip:<requirement>[{INDEX_SEPARATOR}<index-url>]",
+    "pip:<requirement>",
+    f"pip:<requirement>{INDEX_SEPARATOR}<index-url>",
     "wheel:<path|url>",
     "path:<dir>",
     "nightly",
