@@ -128,6 +128,7 @@ def test_crashes_cost_one_result_each(installed: TorchEnv, tmp_path: Path) -> No
     assert len(started) == 6 and len(finished) == 4
 
 
+@pytest.mark.slow
 def test_hang_holding_the_gil_is_killed_by_the_watchdog(
     installed: TorchEnv, tmp_path: Path
 ) -> None:
@@ -156,6 +157,7 @@ def test_hang_holding_the_gil_is_killed_by_the_watchdog(
     assert hung.message == "timed out after 2 s (killed by ootci)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("autoload", [True, False])
 def test_python_hang_is_stopped_by_pytest_timeout(
     installed: TorchEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, autoload: bool
@@ -253,6 +255,7 @@ def test_crash_during_collection_is_recorded(installed: TorchEnv, tmp_path: Path
     assert result.step.status is StepStatus.FAILED
 
 
+@pytest.mark.slow
 def test_step_timeout_errors_and_keeps_results(installed: TorchEnv, tmp_path: Path) -> None:
     slow = """
         import time
