@@ -101,6 +101,7 @@ OR_TEST(sync_memcpy_waits_for_the_default_stream_only) {
   CHECK_OK(orMemcpy(back, d, sizeof back, orMemcpyDeviceToHost));
   CHECK_ERR(orStreamQuery(side), orErrorNotReady);
   latch.open = true;
+  CHECK_OK(orStreamSynchronize(side));  // the latch lives on this stack frame
   CHECK_OK(orStreamDestroy(side));
   CHECK_OK(orFree(d));
 }
