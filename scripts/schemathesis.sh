@@ -7,6 +7,7 @@
 # served by two routes (GET and POST /api/runs) with the Allow header of the first only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
 PY=${PY:-$PWD/.venv/bin/python}  # absolute: schemathesis runs from a scratch dir
 PG=${OOTCI_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 REDIS=${OOTCI_SCHEMATHESIS_REDIS:-redis://127.0.0.1:6379/6}
@@ -72,9 +73,32 @@ OOTCI_API_TOKEN="$TOKEN" OOTCI_WEBHOOK_SECRET="schemathesis-secret" \
 API_PID=$!
 
 # From the scratch dir: schemathesis leaves a .schemathesis/ cache in its working directory.
-(cd "$WORK" && "$PY" -m schemathesis.cli run "http://127.0.0.1:$PORT/openapi.json" \
-  --wait-for-schema 30 \
-  --checks all \
-  --exclude-checks allow_header_conformance \
-  -H "Authorization: Bearer $TOKEN" \
-  "$@") || { status=$?; echo "--- api log"; tail -50 "$WORK/api.log"; exit $status; }
+st() {
+  (cd "$WORK" && OOTCI_WEBHOOK_SECRET="schemathesis-secret" "$PY" -m schemathesis.cli run \
+    "http://127.0.0.1:$PORT/openapi.json" --wait-for-schema 30 "$@")
+}
+fail() { status=$?; echo "--- api log"; tail -50 "$WORK/api.log"; exit $status; }
+
+echo "=== 1/2: every operation, every check (webhook calls unsigned: they must be refused)"
+st --checks all --exclude-checks allow_header_conformance \
+  -H "Authorization: Bearer $TOKEN" "$@" || fail
+
+# The webhook again, with hooks that sign each generated delivery (a captured GitHub payload
+# with the generated object laid over it), so fuzzing reaches the routing behind the
+# signature check. negative_data_rejection is off here: the hook repairs the headers the
+# fuzzer generated, which that check then counts as invalid data accepted.
+echo "=== 2/2: POST /webhooks/github with signed deliveries"
+PYTHONPATH="$REPO/scripts" SCHEMATHESIS_HOOKS=schemathesis_hooks \
+  st --include-path /webhooks/github \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+  "$@" || fail
+
+# What the signed fuzzing got through to: deliveries recorded, by outcome.
+"$PY" - "$DB_URL" <<'PYEOF'
+import sys
+from sqlalchemy import text
+from service.db import make_engine
+with make_engine(sys.argv[1]).connect() as conn:
+    rows = conn.execute(text("SELECT outcome, count(*) FROM webhook_deliveries GROUP BY outcome ORDER BY 1"))
+    print("webhook deliveries recorded:", ", ".join(f"{o} {n}" for o, n in rows) or "none")
+PYEOF

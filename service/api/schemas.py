@@ -8,7 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 # The kinds the pipeline provisions; the pipeline validates the rest of the spec.
-TORCH_SPEC_PATTERN = r"^(installed|nightly|(pip|wheel|path):[^\x00\s][^\x00]*)$"
+# ASCII whitespace spelled out: "\s" means different sets in JSON Schema (ECMA), Python and
+# pydantic's Rust regex, and the schema must accept exactly what the server accepts.
+TORCH_SPEC_PATTERN = r"^(installed|nightly|(pip|wheel|path):[^\x00\t\n\r ][^\x00]*)$"
 
 
 class _Orm(BaseModel):
