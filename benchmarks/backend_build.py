@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -47,10 +48,17 @@ def configure_command(build_dir: Path, out_dir: Path, extra: list[str]) -> list[
     ]
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the build's processes). On a shared machine
+    the wall time includes waiting for other jobs; CPU / jobs estimates the
+    wall time on an otherwise idle machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def main() -> None:
@@ -77,11 +85,17 @@ def main() -> None:
 
     import torch
 
-    print(f"torch {torch.__version__}, -j{args.jobs}, ccache on PATH: {bool(env_ccache)} (not used)")
-    print(f"configure        {configure:7.2f} s")
-    print(f"cold build       {cold:7.2f} s   (target <= 90 s)")
-    print(f"no-op rebuild    {noop:7.2f} s   (target <= 2 s)")
-    print(f"one-file rebuild {one_file:7.2f} s   ({TOUCHED.relative_to(BACKEND)})")
+    load = os.getloadavg()[0]
+    print(f"torch {torch.__version__}, -j{args.jobs}, ccache on PATH: {bool(env_ccache)} (not used), "
+          f"load average {load:.1f} on {os.cpu_count()} cores")
+    print(f"{'':18}{'wall s':>8}{'cpu s':>8}{'cpu/jobs':>10}")
+    for name, (wall, cpu), note in [
+        ("configure", configure, ""),
+        ("cold build", cold, "target <= 90 s"),
+        ("no-op rebuild", noop, "target <= 2 s"),
+        ("one-file rebuild", one_file, str(TOUCHED.relative_to(BACKEND))),
+    ]:
+        print(f"{name:18}{wall:8.2f}{cpu:8.2f}{cpu / args.jobs:10.2f}   {note}")
 
 
 if __name__ == "__main__":

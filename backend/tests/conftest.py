@@ -10,12 +10,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
-import pytest
-import torch
+# `python -m pytest tests` run from backend/ (ootci's recipe) puts backend/ first
+# on sys.path, so `torch_openreg` would resolve to the source tree, whose
+# libraries (if any) come from the last editable build, possibly against
+# another torch. Test the installed package instead; an editable install still
+# maps to the source tree through its own import hook.
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != _SOURCE_ROOT]
 
-import torch_openreg  # noqa: F401
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import torch_openreg  # noqa: E402,F401
 
 DEVICE = torch.device("openreg", 0)
 
@@ -42,14 +52,16 @@ def _restore_device_state():
     torch.openreg.set_device(0)
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 120
+def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180
                ) -> subprocess.CompletedProcess[str]:
     """Run `code` in a fresh interpreter (for crash, fork and autoload tests)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
+    # Not from backend/: `-c` puts the cwd on sys.path (see the top of this file).
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True, text=True, timeout=timeout, env=full_env,
+        cwd=tempfile.gettempdir(),
     )
 
 

@@ -11,7 +11,7 @@ def test_host_read_of_device_memory_segfaults(python):
         print("before", flush=True)
         ctypes.string_at(x.data_ptr(), 8)     # host dereference of a device pointer
         print("after", flush=True)
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
     assert r.stdout.split() == ["before"]
 
@@ -23,7 +23,7 @@ def test_host_write_of_device_memory_segfaults(python):
         torch.openreg.synchronize()
         ctypes.memset(x.data_ptr(), 1, 4)
         print("after", flush=True)
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr)
     assert "after" not in r.stdout
 
@@ -33,7 +33,7 @@ def test_pinned_host_memory_is_host_accessible(python):
         import ctypes, torch, torch_openreg
         p = torch.ones(4).pin_memory()
         print(len(ctypes.string_at(p.data_ptr(), 16)))
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "16"
 

@@ -113,7 +113,7 @@ def test_forked_child_gets_reinit_error(python):
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))
         print(torch.ones(2, device="openreg").sum().item())   # parent unaffected
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["0", "2.0"]
 
@@ -131,7 +131,7 @@ def test_forked_child_python_lazy_init_error(python):
                 os._exit(0 if "forked subprocess" in str(e) else 4)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0"
 
@@ -144,6 +144,6 @@ def test_fork_before_init_is_fine(python):
             os._exit(0 if torch.ones(2, device="openreg").sum().item() == 2.0 else 5)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))
-    """, timeout=60)
+    """, timeout=180)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0"

@@ -9,8 +9,9 @@
 namespace openreg::minimal {
 
 void check_supported_dtype(c10::ScalarType dtype) {
-  const bool supported = !c10::isQIntType(dtype) && !c10::isBitsType(dtype) &&
-      !c10::isBarebonesUnsignedType(dtype) && dtype != c10::ScalarType::ComplexHalf;
+  // Quantized tensors need a Quantizer and quantized kernels; bit-packed types
+  // have no arithmetic at all. Neither exists for openreg.
+  const bool supported = !c10::isQIntType(dtype) && !c10::isBitsType(dtype);
   TORCH_CHECK_TYPE(supported, "openreg does not support tensors of dtype ", dtype);
 }
 
