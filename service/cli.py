@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from service.cli_corpus import corpus_app, mutants_app
@@ -33,7 +34,8 @@ BUNDLED_BACKEND = REPO_ROOT / "backend"
 
 
 def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}")
+    # The message quotes user input and tool output: never read it as rich markup.
+    console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 

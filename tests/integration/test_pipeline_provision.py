@@ -112,15 +112,25 @@ def do_provision(text: str, cache: Path, log_path: Path, **index_urls: str) -> T
         return provision(parse_spec(text, **index_urls), cache, log)
 
 
-def test_installed_is_the_running_interpreter(tmp_path: Path) -> None:
+def test_installed_is_the_running_torch_in_a_thin_env_of_its_own(tmp_path: Path) -> None:
     env = do_provision("installed", tmp_path / "cache", tmp_path / "log")
-    assert env.python == Path(sys.executable)
+    # Its own interpreter (a backend built for it must not land in ootci's environment) ...
+    assert env.python != Path(sys.executable)
+    assert env.python.is_relative_to(tmp_path / "cache" / "envs")
     assert env.version == importlib.metadata.version("torch")
     assert len(env.git_version) == 40
     assert env.pythonpath == () and env.environ() == {}
     assert (env.torch_dir / "__init__.py").is_file()
-    assert not (tmp_path / "cache" / "envs").exists()  # no venv for `installed`
-    assert do_provision("installed", tmp_path / "cache", tmp_path / "log").env_key == env.env_key
+    # ... which imports the very torch ootci runs with, and installs into its own prefix.
+    probe = subprocess.run(
+        [str(env.python), "-c",
+         "import sysconfig, torch; print(torch.__file__); print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True, env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    ).stdout.split()
+    assert Path(probe[0]).parent == env.torch_dir
+    assert Path(probe[1]).is_relative_to(tmp_path / "cache")
+    again = do_provision("installed", tmp_path / "cache", tmp_path / "log")
+    assert (again.env_key, again.python) == (env.env_key, env.python)
 
 
 def _overlay_of_installed_torch(root: Path, version: str, git_version: str) -> Path:

@@ -472,8 +472,8 @@ def _tree_fingerprint(tree: Path) -> str:
 
 
 def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
-    """A thin venv for a ``path:`` overlay that sees ootci's own packages (pytest, numpy,
-    pip, setuptools) behind its own site-packages.
+    """A thin venv for ``installed`` and ``path:`` specs that sees ootci's own packages
+    (torch, pytest, numpy, pip, setuptools) behind its own site-packages.
 
     Backends are built with ``{python} -m pip install .``: in ootci's interpreter every
     overlay's build would overwrite the one before, and two workers testing two overlays
@@ -508,7 +508,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
         (Path(purelib) / "_ootci_base.pth").write_text(
             "".join(f"import site; site.addsitedir({p!r})\n" for p in base)
         )
-        (venv / MARKER).write_text(json.dumps({"kind": "path", "base": base}))
+        (venv / MARKER).write_text(json.dumps({"kind": "overlay", "base": base}))
     return python
 
 
@@ -527,7 +527,8 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         key = _key(
             kind="installed", prefix=sys.prefix, version=probe["version"], git=probe["git_version"]
         )
-        return _env(spec, python, probe, key)
+        # Building a backend must not install it into ootci's own environment.
+        return _env(spec, _overlay_venv(cache_dir, key, log), probe, key)
     if spec.kind == "path":
         root = Path(spec.location).expanduser().resolve()
         if not (root / "torch" / "__init__.py").is_file():
