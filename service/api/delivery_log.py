@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from service.models import WebhookDelivery
@@ -55,11 +56,20 @@ class DeliveryRecorder:
                 batch.append(queue.get_nowait())
             try:
                 new = await run_in_threadpool(self._write, [row for row, _ in batch])
-            except Exception as exc:  # every waiter learns why its row was not stored
+            except OperationalError as exc:  # the database is down: nobody's row is stored
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 continue
+            except Exception:
+                # One row the database refuses must not sink the others: write them one by
+                # one, and only the offending request learns why.
+                new = set()
+                for row, future in batch:
+                    try:
+                        new |= await run_in_threadpool(self._write, [row])
+                    except Exception as exc:
+                        future.set_exception(exc)
             seen: set[str] = set()
             for row, future in batch:
                 delivery = row["delivery_id"]

@@ -139,7 +139,8 @@ def _row(event: str, delivery: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {
         "delivery_id": delivery,
         "event": event,
-        "action": action[:64] if isinstance(action, str) else None,
+        # Postgres text cannot hold NUL; the payload (JSON) keeps the original.
+        "action": action.replace("\x00", "")[:64] if isinstance(action, str) else None,
         "payload": payload,
         "received_at": utcnow(),
         "run_ids": [],
@@ -147,7 +148,8 @@ def _row(event: str, delivery: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _outcome(decision: Decision) -> dict[str, Any]:
-    return {"outcome": decision.outcome, "reason": decision.reason}
+    # Reasons quote payload text (repository names, refs); Postgres text cannot hold NUL.
+    return {"outcome": decision.outcome, "reason": decision.reason.replace("\x00", "\\0")}
 
 
 def _recorder(request: Request) -> DeliveryRecorder:

@@ -9,6 +9,7 @@ cross-repository CI relay forwards upstream pull_request/push events that way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,16 @@ def _str(payload: Mapping[str, Any], key: str) -> str:
     value = payload.get(key)
     if not isinstance(value, str):
         raise PayloadError(f"payload has no {key!r} string")
+    return value
+
+
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
+
+
+def _sha(payload: Mapping[str, Any], key: str) -> str:
+    value = _str(payload, key)
+    if not _SHA.fullmatch(value):
+        raise PayloadError(f"{key!r} is not a commit sha")
     return value
 
 
@@ -65,7 +76,7 @@ class PullRequestEvent:
             action=_str(payload, "action"),
             repo=_pr_repo(payload, pr),
             number=number,
-            head_sha=_str(_obj(pr, "head"), "sha"),
+            head_sha=_sha(_obj(pr, "head"), "sha"),
             url=str(pr.get("html_url") or ""),
             title=str(pr.get("title") or ""),
             label=str(label["name"]) if isinstance(label, Mapping) and "name" in label else None,
@@ -97,7 +108,7 @@ class PushEvent:
     @classmethod
     def parse(cls, payload: Mapping[str, Any]) -> PushEvent:
         repo = _obj(payload, "repository")
-        after = _str(payload, "after")
+        after = _sha(payload, "after")
         urls = tuple(
             str(repo[key])
             for key in ("clone_url", "html_url", "ssh_url", "git_url", "url")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -386,3 +387,65 @@ def test_database_down_is_503_and_says_nothing_was_stored(
         resp = post(c, fixture_body("issues_opened.json"), "issues")
     assert resp.status_code == 503
     assert "not stored" in resp.json()["detail"]
+
+
+def test_hostile_strings_in_a_signed_payload_are_stored_or_refused_never_a_500(
+    client: TestClient, engine: Engine
+) -> None:
+    pr = json.loads(fixture_body("pull_request_labeled.json"))
+    pr["repository"]["full_name"] = "evil/\x00repo"
+    pr["action"] = "labeled\x00"
+    resp = post(client, json.dumps(pr).encode(), "pull_request", delivery="nul-1")
+    assert resp.status_code == 202 and resp.json()["status"] == "ignored"
+    push = json.loads(fixture_body("push_backend.json"))
+    push["after"] = "'; DROP TABLE runs; --" + "x" * 80
+    resp = post(client, json.dumps(push).encode(), "push", delivery="badsha-1")
+    assert resp.status_code == 400 and "commit sha" in resp.json()["detail"]
+    assert counts(engine) == (0, 2)
+
+
+@pytest.mark.postgres
+def test_a_row_the_database_refuses_fails_alone_not_its_whole_batch(
+    fresh_postgres_url: str,
+) -> None:
+    import asyncio
+
+    from service.api.delivery_log import DeliveryRecorder
+    from service.db import make_engine
+    from service.migrate import upgrade
+
+    engine = make_engine(fresh_postgres_url)
+    upgrade(engine)
+    recorder = DeliveryRecorder(engine)
+
+    def row(delivery: str, event: str) -> dict[str, Any]:
+        return {
+            "delivery_id": delivery,
+            "event": event,
+            "action": None,
+            "payload": {},
+            "outcome": "recorded",
+            "reason": "test",
+            "run_ids": [],
+            "received_at": dt.datetime.now(dt.UTC),
+        }
+
+    async def scenario() -> list[object]:
+        try:
+            return await asyncio.gather(
+                recorder.record(row("ok-1", "push")),
+                recorder.record(row("bad", "x" * 65)),  # longer than the column: refused
+                recorder.record(row("ok-2", "ping")),
+                recorder.record(row("ok-1", "push")),  # a copy in the same batch
+                return_exceptions=True,
+            )
+        finally:
+            await recorder.close()
+
+    results = asyncio.run(scenario())
+    assert results[0] is True and results[2] is True and results[3] is False
+    assert isinstance(results[1], Exception)
+    with Session(engine) as s:
+        stored = set(s.scalars(select(WebhookDelivery.delivery_id)))
+    engine.dispose()
+    assert stored == {"ok-1", "ok-2"}
