@@ -150,10 +150,10 @@ std::vector<StreamPtr> Runtime::streams_on(int device) const {
 }
 
 orEvent_st* Runtime::create_event(unsigned flags) {
-  auto* e = new orEvent_st(flags);
+  auto e = std::make_unique<orEvent_st>(flags);
   std::lock_guard<std::mutex> lock(events_mu_);
-  events_.insert(e);
-  return e;
+  events_.insert(e.get());
+  return e.release();  // owned by the registry until orEventDestroy
 }
 
 bool Runtime::known_event(orEvent_t event) const {

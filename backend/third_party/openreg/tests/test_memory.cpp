@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -120,6 +122,54 @@ OR_TEST(arena_coalesces_and_reuses_freed_space) {
   CHECK_EQ(arena.high_water(), std::size_t{0});
   // Everything merged back into one block: the whole arena is allocatable again.
   CHECK(arena.allocate(1 << 20, &grew) == b[0]);
+}
+
+OR_TEST(arena_matches_a_reference_model_under_random_traffic) {
+  // Random allocate/free against a model: blocks never overlap, stay aligned and in
+  // bounds, used_bytes/high_water agree with the model, and freeing everything
+  // coalesces back into one block spanning the arena.
+  const std::size_t capacity = std::size_t{8} << 20;
+  openreg::Arena arena(capacity);
+  std::map<std::uintptr_t, std::size_t> live;  // base -> rounded size
+  std::uint64_t rng = 12345;
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  const auto base = reinterpret_cast<std::uintptr_t>(arena.base());
+  bool ok = true;
+  for (int step = 0; step < 20000 && ok; ++step) {
+    if (live.empty() || next() % 100 < 55) {
+      const std::size_t size = 1 + next() % (next() % 10 == 0 ? (1 << 20) : 8192);
+      bool grew = false;
+      void* p = arena.allocate(size, &grew);
+      if (p == nullptr) continue;  // full or fragmented: allowed
+      const auto a = reinterpret_cast<std::uintptr_t>(p);
+      const std::size_t rounded = (size + 511) / 512 * 512;
+      ok = ok && a % 512 == 0 && a >= base && a + rounded <= base + capacity;
+      auto after = live.lower_bound(a);
+      if (after != live.end()) ok = ok && a + rounded <= after->first;
+      if (after != live.begin()) ok = ok && std::prev(after)->first + std::prev(after)->second <= a;
+      auto found = arena.find(reinterpret_cast<void*>(a + size - 1));
+      ok = ok && found && found->base == p && found->size == size;
+      live.emplace(a, rounded);
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(next() % live.size()));
+      ok = ok && arena.release(reinterpret_cast<void*>(it->first));
+      live.erase(it);
+    }
+    std::size_t used = 0;
+    for (auto& [a, n] : live) used += n;
+    const std::size_t hw = live.empty() ? 0 : live.rbegin()->first + live.rbegin()->second - base;
+    ok = ok && arena.used_bytes() == used && arena.high_water() == hw;
+  }
+  CHECK(ok);
+  for (auto& [a, n] : live) CHECK(arena.release(reinterpret_cast<void*>(a)));
+  bool grew = false;
+  CHECK(arena.allocate(capacity, &grew) == arena.base());
 }
 
 OR_TEST(arena_high_water_follows_the_tail) {
