@@ -41,7 +41,6 @@ def configure_command(build_dir: Path, out_dir: Path, extra: list[str]) -> list[
         f"-DTORCH_INCLUDE_DIRS={';'.join(cpp_extension.include_paths())}",
         f"-DTORCH_LIBRARY_DIRS={';'.join(cpp_extension.library_paths())}",
         f"-DTORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-        f"-DPython_EXECUTABLE={sys.executable}",
         f"-DOPENREG_PYTHON_INCLUDE_DIR={sysconfig.get_paths()['include']}",
         f"-DOPENREG_PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
         *extra,

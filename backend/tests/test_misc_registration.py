@@ -147,3 +147,16 @@ def test_fork_before_init_is_fine(python):
     """, timeout=180)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0"
+
+
+def test_profiler_fallback_reports_device_time(device):
+    # Without a Kineto plugin the profiler times openreg ops with the
+    # registered PrivateUse1 profiler stubs (events on the current stream).
+    x = torch.randn(256, 256, device=device)
+    with torch.autograd.profiler.profile(use_device="openreg", use_kineto=False) as prof:
+        y = torch.mm(x, x)
+        torch.openreg.synchronize()
+    mm = [e for e in prof.function_events if e.name == "aten::mm"]
+    assert mm, [e.name for e in prof.function_events]
+    assert mm[0].device_time_total > 0
+    assert y.device == device
