@@ -54,7 +54,7 @@ test-backend: backend
 test-service: setup browser
 	$(BIN)/python -m pytest tests -q
 
-test: browser lint test-runtime test-backend test-service
+test: browser test-runtime test-backend test-service lint
 
 clean:
 	rm -rf build backend/build .ootci artifacts

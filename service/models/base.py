@@ -4,10 +4,9 @@ constraint names are stable on SQLite and Postgres alike."""
 from __future__ import annotations
 
 import datetime as dt
-
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, MetaData, String
+from sqlalchemy import JSON, DateTime, MetaData
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
