@@ -310,6 +310,17 @@ def serve(
         dispatcher: Any = InProcessDispatcher(
             lambda run_id: execute_run(engine, settings, run_id, _worker_id())
         )
+        # Embedded mode has no sweeper: runs left queued (or orphaned mid-run) by the
+        # previous stop are picked up now rather than never.
+        from service.db import session_scope
+        from service.runs import stale_run_ids
+
+        with session_scope(engine) as s:
+            leftovers = stale_run_ids(s, queued_older_than_s=0)
+        for run_id in leftovers:
+            dispatcher.enqueue_run(run_id)
+        if leftovers:
+            console.print(f"resuming {len(leftovers)} run(s) left from the last stop: {leftovers}")
     else:
         dispatcher = CeleryDispatcher(settings.broker_url)
     console.print(f"ootci serving on http://{host}:{port}/ (database {settings.resolved_database_url})")
