@@ -5,6 +5,8 @@ every op routed to the CPU fallback, measured in one run.
 
 Target: native <= 1.5x CPU. Each timing is the best of several rounds of a
 batch of calls, ending with a device synchronize (kernels are asynchronous).
+The three variants of an op are measured in interleaved rounds, so load from
+other processes on the machine hits them alike; best-of filters the rest.
 """
 
 from __future__ import annotations
@@ -51,39 +53,53 @@ def _sync(device: str) -> None:
         torch.openreg.synchronize()
 
 
-def best_time(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...], device: str,
-              rounds: int, calls: int) -> float:
-    for _ in range(3):  # warm up caches, allocator and thread pools
+def time_batch(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...], device: str,
+               calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
         fn(*args)
     _sync(device)
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        _sync(device)
-        best = min(best, (time.perf_counter() - start) / calls)
+    return (time.perf_counter() - start) / calls
+
+
+def set_native(enabled: bool) -> None:
+    torch_openreg._C._set_native_kernels_enabled(enabled)
+
+
+def measure(fn: Callable[..., torch.Tensor], cpu_args: tuple[torch.Tensor, ...],
+            dev_args: tuple[torch.Tensor, ...], rounds: int, calls: int) -> dict[str, float]:
+    variants = {
+        "cpu": (cpu_args, "cpu", True),
+        "native": (dev_args, "openreg", True),
+        "fallback": (dev_args, "openreg", False),
+    }
+    best = dict.fromkeys(variants, float("inf"))
+    try:
+        for _ in range(3):  # warm up caches, the allocator and thread pools
+            for args, device, native in variants.values():
+                set_native(native)
+                time_batch(fn, args, device, 1)
+        for _ in range(rounds):
+            for name, (args, device, native) in variants.items():
+                set_native(native)
+                best[name] = min(best[name], time_batch(fn, args, device, calls))
+    finally:
+        set_native(True)
     return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args()
 
     cpu_inputs, dev_inputs = _inputs("cpu"), _inputs("openreg")
     results = {}
     for name, (shape, fn) in OPS.items():
-        cpu = best_time(fn, cpu_inputs[name], "cpu", args.rounds, args.calls)
-        torch_openreg._C._set_native_kernels_enabled(True)
-        native = best_time(fn, dev_inputs[name], "openreg", args.rounds, args.calls)
-        torch_openreg._C._set_native_kernels_enabled(False)
-        try:
-            fallback = best_time(fn, dev_inputs[name], "openreg", args.rounds, args.calls)
-        finally:
-            torch_openreg._C._set_native_kernels_enabled(True)
+        best = measure(fn, cpu_inputs[name], dev_inputs[name], args.rounds, args.calls)
+        cpu, native, fallback = best["cpu"], best["native"], best["fallback"]
         results[name] = {"shape": shape, "cpu_ms": cpu * 1e3, "native_ms": native * 1e3,
                          "fallback_ms": fallback * 1e3, "native_ratio": native / cpu,
                          "fallback_ratio": fallback / cpu}

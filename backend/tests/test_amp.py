@@ -85,3 +85,61 @@ def test_backward_through_autocast_gives_float32_grads():
         ref = (x.cpu() @ w_cpu).float().pow(2).sum()
     ref.backward()
     torch.testing.assert_close(w.grad.cpu(), w_cpu.grad, rtol=2e-2, atol=2e-2)
+
+
+def test_openreg_amp_autocast_wrapper():
+    from torch_openreg.openreg import amp
+
+    a = torch.randn(4, 4, device="openreg")
+    with amp.autocast(dtype=torch.float16):
+        assert (a @ a).dtype == torch.float16
+    with amp.autocast():
+        assert (a @ a).dtype == torch.get_autocast_dtype("openreg")
+
+
+def _scaled_step(scaler, model, opt, x):
+    from torch_openreg.openreg import amp
+
+    opt.zero_grad()
+    with amp.autocast(dtype=torch.float16):
+        loss = model(x).float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+
+
+def test_grad_scaler_unscales_before_the_step():
+    from torch_openreg.openreg import amp
+
+    torch.manual_seed(0)
+    cpu_model = torch.nn.Linear(4, 2)
+    model = torch.nn.Linear(4, 2).to("openreg")
+    model.load_state_dict(cpu_model.state_dict())
+    x = torch.randn(8, 4)
+    scaler = amp.GradScaler(init_scale=2.0**10)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    _scaled_step(scaler, model, opt, x.to("openreg"))
+
+    # Reference: the same step without scaling, float16 matmul as autocast does.
+    ref_opt = torch.optim.SGD(cpu_model.parameters(), lr=0.1)
+    with torch.autocast("cpu", dtype=torch.float16):
+        ref_loss = cpu_model(x).float().pow(2).mean()
+    ref_loss.backward()
+    ref_opt.step()
+    for p, ref in zip(model.parameters(), cpu_model.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), ref.detach(), rtol=1e-2, atol=1e-2)
+    assert scaler.get_scale() == 2.0**10
+
+
+def test_grad_scaler_skips_the_step_on_inf_and_backs_off():
+    from torch_openreg.openreg import amp
+
+    model = torch.nn.Linear(4, 2).to("openreg")
+    before = [p.detach().cpu().clone() for p in model.parameters()]
+    scaler = amp.GradScaler(init_scale=2.0**10)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.full((8, 4), float("inf"), device="openreg")
+    _scaled_step(scaler, model, opt, x)
+    for p, old in zip(model.parameters(), before):
+        assert torch.equal(p.detach().cpu(), old)
+    assert scaler.get_scale() == 2.0**9

@@ -9,6 +9,7 @@
 #include <c10/core/DefaultDtype.h>
 #include <c10/util/SmallVector.h>
 
+#include <algorithm>
 #include <bitset>
 #include <cmath>
 #include <limits>
@@ -113,6 +114,27 @@ typename Op::acc_t reduce_inner(const ReduceGeometry& g, const T* base, int64_t 
   using acc_t = typename Op::acc_t;
   if (g.inner_sizes.size() == 1) {
     const int64_t stride = g.inner_strides[0];
+    if constexpr (std::is_same_v<Op, SumOp<float>>) {
+      if (stride == 1) {
+        // float lanes vectorise 4-8x better than widening every element to
+        // double; short blocks keep their rounding error small and the block
+        // sums are added in double.
+        constexpr int64_t kBlock = 4096;
+        constexpr int kLanes = 16;
+        double total = 0;
+        for (int64_t start = begin; start < end; start += kBlock) {
+          const int64_t stop = std::min(end, start + kBlock);
+          float lanes[kLanes] = {};
+          int64_t i = start;
+          for (; i + kLanes <= stop; i += kLanes) {
+            for (int k = 0; k < kLanes; ++k) lanes[k] += base[i + k];
+          }
+          for (; i < stop; ++i) lanes[0] += base[i];
+          for (float lane : lanes) total += lane;
+        }
+        return total;
+      }
+    }
     if (stride == 1) {
       // Independent lanes let the compiler vectorise without reassociating.
       constexpr int kLanes = 8;

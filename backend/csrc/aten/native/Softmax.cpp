@@ -14,25 +14,34 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace openreg::native {
 namespace {
 
 using at::Tensor;
 
+// Built without -ftrapping-math: with it GCC keeps the NaN/range selects
+// below as branches and vectorises none of the loop. Only these two
+// functions: code in such a region cannot inline functions (std::*) defined
+// outside it.
+#pragma GCC push_options
+#pragma GCC optimize("no-trapping-math")
+
 // exp(x) for float with plain arithmetic and bit operations only, so the
-// row loops vectorise (std::exp is a libm call per element and made the
-// kernel ~10x slower than ATen's vectorised CPU softmax). Cephes' expf
-// polynomial, about 1 ulp; underflows to 0 below -87.3 like expf.
+// row loop vectorises (libm's expf per element made the kernel ~10x slower
+// than ATen's vectorised CPU softmax). Cephes' expf polynomial, about 1 ulp;
+// 0 below -87.3 (expf underflows there too).
 inline float vec_expf(float x) {
   const float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float clamped = std::min(std::max(x, -87.3f), 88.7f);
+  const float low = x > -87.3f ? x : -87.3f;
+  const float clamped = low < 88.7f ? low : 88.7f;
   const float shifted = clamped * 1.44269504088896341f + kMagic;
   const float n = shifted - kMagic;
-  const int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kMagic);
+  const int32_t ni = __builtin_bit_cast(int32_t, shifted) - __builtin_bit_cast(int32_t, kMagic);
   const float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -41,18 +50,20 @@ inline float vec_expf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const float scale = std::bit_cast<float>((ni + 127) << 23);
-  const float result = p * scale;
-  return x < -87.3f ? 0.0f : (x != x ? x : result);
+  const float result = p * __builtin_bit_cast(float, (ni + 127) << 23);
+  const float underflowed = x < -87.3f ? 0.0f : result;
+  return x != x ? x : underflowed;
 }
 
-template <typename T>
-inline T fast_exp(T x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return vec_expf(x);
-  } else {
-    return std::exp(x);
-  }
+// y[j] = exp(x[j] - shift) over a contiguous row.
+void exp_row(const float* x, float* y, int64_t n, float shift) {
+  for (int64_t j = 0; j < n; ++j) y[j] = vec_expf(x[j] - shift);
+}
+
+#pragma GCC pop_options
+
+void exp_row(const double* x, double* y, int64_t n, double shift) {
+  for (int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - shift);
 }
 
 struct SoftmaxShape {
@@ -71,30 +82,59 @@ SoftmaxShape shape_of(const Tensor& t, int64_t dim) {
 }
 
 // [native-softmax]
+// One contiguous row (the common dim=-1 case): separate passes so that each
+// loop is a simple vectorisable one (max, exp, sum, scale).
+template <typename T, bool kLog>
+void softmax_contiguous_row(const T* x, T* y, int64_t n) {
+  T lanes[8];
+  for (T& lane : lanes) lane = -std::numeric_limits<T>::infinity();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
+  }
+  for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
+  T max = lanes[0];
+  for (T lane : lanes) max = lane > max ? lane : max;
+  // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
+  if (std::isinf(max) && max < 0) max = 0;
+  exp_row(x, y, n, max);
+  for (T& lane : lanes) lane = 0;
+  for (j = 0; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
+  }
+  for (; j < n; ++j) lanes[0] += y[j];
+  T sum = 0;
+  for (T lane : lanes) sum += lane;
+  if constexpr (kLog) {
+    const T shift = max + std::log(sum);
+    for (j = 0; j < n; ++j) y[j] = x[j] - shift;
+  } else {
+    const T scale = T(1) / sum;
+    for (j = 0; j < n; ++j) y[j] *= scale;
+  }
+}
+
+// Rows [begin, end) of the [outer, dim, inner] view; row r is (r / inner,
+// r % inner) and its elements are `inner` apart.
 template <typename T, bool kLog>
 void softmax_rows(const T* in, T* out, SoftmaxShape s, int64_t begin, int64_t end) {
   for (int64_t row = begin; row < end; ++row) {
     const int64_t base = (row / s.inner) * s.dim * s.inner + row % s.inner;
+    if (s.inner == 1) {
+      softmax_contiguous_row<T, kLog>(in + base, out + base, s.dim);
+      continue;
+    }
     const T* x = in + base;
     T* y = out + base;
     const int64_t st = s.inner;
     T max = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < s.dim; ++j) max = std::max(max, x[j * st]);
-    if (std::isnan(max) || std::isinf(max)) {
-      // Let the exact formula produce PyTorch's NaN/inf results.
-      max = std::isinf(max) && max < 0 ? T(0) : max;
-    }
-    for (int64_t j = 0; j < s.dim; ++j) y[j * st] = fast_exp<T>(x[j * st] - max);
-    T lanes[8] = {};
-    int64_t j = 0;
-    if (st == 1) {
-      for (; j + 8 <= s.dim; j += 8) {
-        for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
-      }
-    }
-    for (; j < s.dim; ++j) lanes[0] += y[j * st];
+    for (int64_t j = 0; j < s.dim; ++j) max = x[j * st] > max ? x[j * st] : max;
+    if (std::isinf(max) && max < 0) max = 0;
     T sum = 0;
-    for (T lane : lanes) sum += lane;
+    for (int64_t j = 0; j < s.dim; ++j) {
+      y[j * st] = std::exp(x[j * st] - max);
+      sum += y[j * st];
+    }
     if constexpr (kLog) {
       const T shift = max + std::log(sum);
       for (int64_t k = 0; k < s.dim; ++k) y[k * st] = x[k * st] - shift;
