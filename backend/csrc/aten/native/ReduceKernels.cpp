@@ -108,6 +108,28 @@ struct MaxOp {
   static acc_t combine(acc_t a, acc_t b) { return step(a, b); }
 };
 
+// Sum of a contiguous float run. float lanes vectorise 4-8x better than
+// widening every element to double; short blocks keep their rounding error
+// small and the block sums are added in double. Cloned for AVX2 (picked at
+// load time) since the baseline build targets SSE2 only.
+__attribute__((target_clones("avx2", "default")))
+double sum_contiguous_f32(const float* p, int64_t n) {
+  constexpr int64_t kBlock = 4096;
+  constexpr int kLanes = 16;
+  double total = 0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t stop = std::min(n, start + kBlock);
+    float lanes[kLanes] = {};
+    int64_t i = start;
+    for (; i + kLanes <= stop; i += kLanes) {
+      for (int k = 0; k < kLanes; ++k) lanes[k] += p[i + k];
+    }
+    for (; i < stop; ++i) lanes[0] += p[i];
+    for (float lane : lanes) total += lane;
+  }
+  return total;
+}
+
 // Reduces the inner elements [begin, end) (linear, inner space) below `base`.
 template <typename Op, typename T>
 typename Op::acc_t reduce_inner(const ReduceGeometry& g, const T* base, int64_t begin, int64_t end) {
@@ -116,23 +138,7 @@ typename Op::acc_t reduce_inner(const ReduceGeometry& g, const T* base, int64_t 
     const int64_t stride = g.inner_strides[0];
     if constexpr (std::is_same_v<Op, SumOp<float>>) {
       if (stride == 1) {
-        // float lanes vectorise 4-8x better than widening every element to
-        // double; short blocks keep their rounding error small and the block
-        // sums are added in double.
-        constexpr int64_t kBlock = 4096;
-        constexpr int kLanes = 16;
-        double total = 0;
-        for (int64_t start = begin; start < end; start += kBlock) {
-          const int64_t stop = std::min(end, start + kBlock);
-          float lanes[kLanes] = {};
-          int64_t i = start;
-          for (; i + kLanes <= stop; i += kLanes) {
-            for (int k = 0; k < kLanes; ++k) lanes[k] += base[i + k];
-          }
-          for (; i < stop; ++i) lanes[0] += base[i];
-          for (float lane : lanes) total += lane;
-        }
-        return total;
+        return sum_contiguous_f32(base + begin, end - begin);
       }
     }
     if (stride == 1) {

@@ -55,7 +55,9 @@ inline float vec_expf(float x) {
   return x != x ? x : underflowed;
 }
 
-// y[j] = exp(x[j] - shift) over a contiguous row.
+// y[j] = exp(x[j] - shift) over a contiguous row; cloned for AVX2 (picked
+// at load time) since the baseline build targets SSE2 only.
+__attribute__((target_clones("avx2", "default")))
 void exp_row(const float* x, float* y, int64_t n, float shift) {
   for (int64_t j = 0; j < n; ++j) y[j] = vec_expf(x[j] - shift);
 }
