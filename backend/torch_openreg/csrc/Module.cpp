@@ -12,6 +12,10 @@
 #include "runtime/OpenRegStream.h"
 #include "serialization/BackendMeta.h"
 
+#include <chrono>
+#include <memory>
+#include <thread>
+
 namespace py = pybind11;
 
 // Bindings contributed by other parts of the backend (the ops' kernel switch
@@ -88,9 +92,27 @@ void init_bindings(py::module_& m) {
     openreg::setCurrentStream(openreg::OpenRegStream(c10::Stream::unpack3(
         id, device, static_cast<c10::DeviceType>(type))));
   });
+  m.def("_stream_priority", [](int64_t id, c10::DeviceIndex device) {
+    return openreg::OpenRegStream(
+               c10::Stream::unpack3(id, device, c10::DeviceType::PrivateUse1))
+        .priority();
+  });
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = openreg::streamPriorityRange();
     return py::make_tuple(least, greatest);
+  });
+
+  // Test helper (as torch.cuda._sleep): keeps the current stream busy for `ms`
+  // so tests can observe not-yet-finished work deterministically.
+  m.def("_sleep", [](int64_t ms) {
+    auto* arg = new int64_t(ms);
+    OPENREG_CHECK(orLaunchHostFunc(
+        openreg::getCurrentRawStream(openreg::current_device()),
+        [](void* p) {
+          std::unique_ptr<int64_t> duration(static_cast<int64_t*>(p));
+          std::this_thread::sleep_for(std::chrono::milliseconds(*duration));
+        },
+        arg));
   });
 
   // Random
