@@ -48,12 +48,4 @@ void launch_compare_kernel(BinaryKind kind, c10::ScalarType compute, const at::T
 at::TensorIterator make_binary_iter(const at::Tensor& out, const BinaryOperand& a,
                                     const BinaryOperand& b);
 
-namespace detail {
-
-// Hands f to launch_elementwise with the scalar operand (if any) folded in.
-template <typename T, typename F>
-void launch_binary_functor(const at::TensorIteratorBase& iter, const BinaryOperand& a,
-                           const BinaryOperand& b, F f);
-
-} // namespace detail
 } // namespace openreg::native

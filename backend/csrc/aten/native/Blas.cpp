@@ -41,7 +41,8 @@ struct DeviceBuffer {
   }
 };
 
-bool takes(std::initializer_list<const Tensor*> tensors, int64_t dim) {
+// All operands native float tensors of one dtype, on one device, of `dim` dims.
+bool native_gemm_operands(std::initializer_list<const Tensor*> tensors, int64_t dim) {
   if (!native_kernels_enabled()) return false;
   const Tensor& first = *tensors.begin()[0];
   for (const Tensor* t : tensors) {
@@ -70,7 +71,7 @@ bool mm_shapes_ok(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor mm(const Tensor& self, const Tensor& mat2) {
-  if (takes({&self, &mat2}, 2) && mm_shapes_ok(self, mat2)) {
+  if (native_gemm_operands({&self, &mat2}, 2) && mm_shapes_ok(self, mat2)) {
     Tensor out = at::empty({self.size(0), mat2.size(1)}, self.options());
     return mm_into(out, self, mat2);
   }
@@ -78,7 +79,7 @@ Tensor mm(const Tensor& self, const Tensor& mat2) {
 }
 
 Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
-  if (takes({&self, &mat2, &out}, 2) && mm_shapes_ok(self, mat2) && !out.is_same(self) && !out.is_same(mat2)) {
+  if (native_gemm_operands({&self, &mat2, &out}, 2) && mm_shapes_ok(self, mat2) && !out.is_same(self) && !out.is_same(mat2)) {
     at::native::resize_output(out, {self.size(0), mat2.size(1)});
     return mm_into(out, self, mat2);
   }
@@ -86,7 +87,7 @@ Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
 }
 
 bool addmm_ok(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
-  if (!takes({&mat1, &mat2}, 2) || !mm_shapes_ok(mat1, mat2) || !is_native_tensor(self) ||
+  if (!native_gemm_operands({&mat1, &mat2}, 2) || !mm_shapes_ok(mat1, mat2) || !is_native_tensor(self) ||
       self.scalar_type() != mat1.scalar_type() || self.device() != mat1.device() || self.dim() > 2) {
     return false;
   }
@@ -137,7 +138,7 @@ Tensor& addmm_inplace(Tensor& self, const Tensor& mat1, const Tensor& mat2, cons
 }
 
 bool bmm_ok(const Tensor& self, const Tensor& mat2) {
-  return takes({&self, &mat2}, 3) && self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1);
+  return native_gemm_operands({&self, &mat2}, 3) && self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1);
 }
 
 Tensor& bmm_into(Tensor& out, const Tensor& self, const Tensor& mat2) {

@@ -8,10 +8,6 @@
 #include <c10/core/DefaultDtype.h>
 
 namespace openreg::native {
-
-void launch_grad_kernel(GradKind kind, c10::ScalarType dtype, const at::TensorIteratorBase& iter,
-                        double threshold);
-
 namespace {
 
 bool is_floating_kind(UnaryKind kind) {

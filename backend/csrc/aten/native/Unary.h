@@ -24,4 +24,8 @@ enum class GradKind { Threshold, GeluErf, GeluTanh };
 std::optional<at::Tensor> run_grad(GradKind kind, const at::Tensor& grad_output,
                                    const at::Tensor& self, double threshold);
 
+// iter: grad_input, grad_output, self (all `dtype`).
+void launch_grad_kernel(GradKind kind, c10::ScalarType dtype, const at::TensorIteratorBase& iter,
+                        double threshold);
+
 } // namespace openreg::native
