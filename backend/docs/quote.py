@@ -4,7 +4,8 @@ A page quotes code by marker instead of copying it, so it cannot drift:
 
     <!-- quote: csrc/runtime/OpenRegGuard.cpp#guard -->
 
-stands for the lines between `// [guard]` and `// [/guard]` in that file.
+stands for the lines between `// [guard]` and `// [/guard]` in that file
+(`# [marker]` / `# [/marker]` in Python files).
 
     python docs/quote.py docs/guard.md      # print the page with quotes expanded
     python docs/quote.py --check            # fail if any page names a missing marker
@@ -22,9 +23,10 @@ QUOTE = re.compile(r"<!-- quote: (?P<path>[^#\s]+)#(?P<marker>[\w-]+) -->")
 
 def extract(path: str, marker: str) -> str:
     lines = (BACKEND / path).read_text().splitlines()
+    comment = "#" if path.endswith(".py") else "//"
     try:
-        start = lines.index(next(l for l in lines if l.strip() == f"// [{marker}]"))
-        end = lines.index(next(l for l in lines if l.strip() == f"// [/{marker}]"))
+        start = lines.index(next(l for l in lines if l.strip() == f"{comment} [{marker}]"))
+        end = lines.index(next(l for l in lines if l.strip() == f"{comment} [/{marker}]"))
     except StopIteration:
         raise KeyError(f"{path}: marker [{marker}] not found") from None
     return "\n".join(lines[start + 1 : end])
@@ -33,7 +35,8 @@ def extract(path: str, marker: str) -> str:
 def render(page: Path) -> str:
     def expand(m: re.Match[str]) -> str:
         lang = "python" if m["path"].endswith(".py") else "cpp"
-        return f"```{lang}\n// {m['path']}\n{extract(m['path'], m['marker'])}\n```"
+        comment = "#" if lang == "python" else "//"
+        return f"```{lang}\n{comment} {m['path']}\n{extract(m['path'], m['marker'])}\n```"
 
     return QUOTE.sub(expand, page.read_text())
 

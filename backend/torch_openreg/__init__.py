@@ -19,6 +19,7 @@ from torch_openreg import openreg as _device_module
 _BACKEND = "openreg"
 
 
+# [register]
 def _register() -> None:
     # Idempotent: both `import torch_openreg` and autoload may get here, and a
     # second rename_privateuse1_backend would raise.
@@ -33,6 +34,7 @@ def _register() -> None:
 
 
 _register()
+# [/register]
 
 
 def _autoload() -> None:

@@ -22,6 +22,7 @@ def is_initialized() -> bool:
     return _initialized and not _is_in_bad_fork()
 
 
+# [lazy-init]
 def _lazy_init() -> None:
     """Initialise the runtime once; called by torch before the first tensor is
     created on openreg. A fork()ed child of an initialised parent gets the same
@@ -39,6 +40,7 @@ def _lazy_init() -> None:
             )
         _C._init()
         _initialized = True
+# [/lazy-init]
 
 
 def is_available() -> bool:
