@@ -110,6 +110,12 @@ def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict
         "CCACHE_DIR": os.environ.get("CCACHE_DIR",
                                      str(settings.resolved_cache_dir / "corpus-ccache")),
     })
+    if "CMAKE_TOOLCHAIN_FILE" not in env:
+        # ccache cannot reuse a compile that uses a precompiled header built in another
+        # case dir, so with PCH every mutant is a full rebuild; corpus builds do without.
+        toolchain = work_root / "corpus-toolchain.cmake"
+        toolchain.write_text("set(CMAKE_DISABLE_PRECOMPILE_HEADERS ON)\n", encoding="utf-8")
+        env["CMAKE_TOOLCHAIN_FILE"] = str(toolchain)
     return env
 
 
