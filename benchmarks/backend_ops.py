@@ -1,7 +1,7 @@
 """Time ratio openreg / CPU for common ops, with the native kernels and with
 every op routed to the CPU fallback, measured in one run.
 
-    .venv/bin/python benchmarks/backend_ops.py [--rounds 5] [--json]
+    .venv/bin/python benchmarks/backend_ops.py [--rounds 15] [--calls 10] [--cpu-threads N] [--json]
 
 Target: native <= 1.5x CPU. Each timing is the best of several rounds of a
 batch of calls, ending with a device synchronize (kernels are asynchronous).
@@ -93,7 +93,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.add_argument("--cpu-threads", type=int, default=None,
+                        help="torch.set_num_threads for the CPU baseline (default: torch's own, all cores); "
+                             "1 gives steadier numbers on a loaded machine")
     args = parser.parse_args()
+    if args.cpu_threads is not None:
+        torch.set_num_threads(args.cpu_threads)
 
     cpu_inputs, dev_inputs = _inputs("cpu"), _inputs("openreg")
     results = {}

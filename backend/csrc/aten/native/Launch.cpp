@@ -6,6 +6,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -46,30 +47,47 @@ void parallel_range(int64_t n, int64_t grain,
   if (n <= 0) {
     return;
   }
-  if (n < 2 * grain || at::get_num_interop_threads() < 1) {
+  if (n < 2 * grain) {
     fn(0, n);
     return;
   }
+  // The second half is offered to an inter-op pool thread. Whoever claims it
+  // first runs it: on a loaded machine the pool thread may not be scheduled
+  // soon, and then the kernel thread does the work itself instead of waiting.
+  // The helper touches `fn` only after winning the claim, and the caller waits
+  // for a helper that won, so `fn` outlives every use.
+  struct Shared {
+    std::atomic<bool> claimed{false};
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  auto shared = std::make_shared<Shared>();
   const int64_t half = n / 2;
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  std::exception_ptr helper_error;
-  at::launch([&] {
-    try {
-      fn(half, n);
-    } catch (...) {
-      helper_error = std::current_exception();
+  const auto* body = &fn;
+  at::launch([shared, body, half, n] {
+    if (shared->claimed.exchange(true)) {
+      return;
     }
-    std::lock_guard<std::mutex> lock(mutex);
-    done = true;
-    done_cv.notify_one();
+    try {
+      (*body)(half, n);
+    } catch (...) {
+      shared->error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->done = true;
+    shared->done_cv.notify_one();
   });
   fn(0, half);
-  std::unique_lock<std::mutex> lock(mutex);
-  done_cv.wait(lock, [&] { return done; });
-  if (helper_error) {
-    std::rethrow_exception(helper_error);
+  if (!shared->claimed.exchange(true)) {
+    fn(half, n);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->done_cv.wait(lock, [&] { return shared->done; });
+  if (shared->error) {
+    std::rethrow_exception(shared->error);
   }
 }
 

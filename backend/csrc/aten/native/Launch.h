@@ -18,9 +18,10 @@ namespace openreg::native {
 // ordered after this kernel on the same stream.
 void launch_kernel(c10::DeviceIndex device, std::function<void()> body);
 
-// Inside a kernel: runs fn over [0, n) in up to two chunks, the second on an
-// inter-op pool thread, because torch's own CPU kernels use both cores and a
-// single-threaded device would lose to them on every large elementwise op.
+// Inside a kernel: runs fn over [0, n) in up to two chunks, the second
+// offered to an inter-op pool thread (and run by the caller if that thread has
+// not started by then), because torch's own CPU kernels use both cores and a
+// single-threaded device would lose to them on every large op.
 void parallel_range(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t)>& fn);
 
