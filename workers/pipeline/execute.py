@@ -29,7 +29,6 @@ from service.models import (
     StepName,
     StepStatus,
     TestResult,
-    TorchBuild,
     utcnow,
 )
 from service.runs import claim_run, renew_lease
@@ -46,7 +45,6 @@ from workers.pipeline.types import (
     StepOutcome,
     TestRunOutcome,
     TorchEnv,
-    UsageError,
 )
 from workers.pipeline.types import StepStatus as OutcomeStatus
 
@@ -299,4 +297,4 @@ def _recipe_summary(recipe: Recipe) -> dict[str, object]:
     }
 
 
-__all__ = ["RunEvent", "TorchBuild", "UsageError", "execute_run"]
+__all__ = ["EventSink", "RunEvent", "execute_run"]
