@@ -22,7 +22,7 @@ UPDATE = os.environ.get("UPDATE_FIXTURES") == "1"
 # The test step records no evidence for these (docs/corpus.md, "Known gap"): torch's autoload
 # wraps the backend's import error and pytest does not print the cause. Strict: a fix of the
 # test step plus re-made logs must turn them green and remove them from here.
-IMPORT_EVIDENCE_GAP = {"host-allocator-undefined-symbol", "rename-privateuse1-backend-removed"}
+IMPORT_EVIDENCE_GAP = {"host-allocator-undefined-symbol"}
 GENERIC = re.compile(r"ninja: build stopped|\[?exit code -?\d+\]?|error: command .*failed|"
                      r"^FAILED: |subprocess-exited-with-error")
 
