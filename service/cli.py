@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -26,7 +27,8 @@ app = typer.Typer(
     add_completion=False,
 )
 console = Console(stderr=True)
-out = Console()
+# Piped output (CI logs) gets a wide table instead of rich's 80-column default.
+out = Console() if sys.stdout.isatty() else Console(width=160)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 REPO_ROOT = Path(__file__).resolve().parent.parent
