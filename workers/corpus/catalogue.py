@@ -84,9 +84,9 @@ _SEED_ALL = """\
                 getattr(custom_device_mod, _seed_all_name)(seed)
 """
 
-_DESERIALIZE_TO = """\
-        device = _validate_device(location, backend_name)
-        return obj.to(device=device)
+_CURRENT_DEVICE_DEFAULT = """\
+    if device is None:
+        return _get_current_device_index()
 """
 
 # The tensor property only (the storage property has the same return line).
@@ -287,20 +287,20 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     Mutant(
-        name="deserialize-null-deref",
-        imitates="a crash in a new code path the suite exercises: torch.load of a PrivateUse1 "
-        "tensor dereferences a null pointer (SIGSEGV)",
+        name="to-backend-null-deref",
+        imitates="a crash in a new code path the suite exercises: Tensor.<backend>() / "
+        "Storage.<backend>() without a device index reads the current device through a "
+        "null pointer (SIGSEGV)",
         pr=None,
         expect=Expected(Stage.TEST, _UP, Subtype.CRASH, {"test": r"::"}),
         edits=(
-            Replace("serialization.py", _DESERIALIZE_TO,
-                    "        device = _validate_device(location, backend_name)\n"
-                    "        if backend_name == torch._C._get_privateuse1_backend_name():\n"
-                    "            import ctypes\n\n"
-                    "            # The zero-copy header read of the new fast path, on a null "
-                    "pointer.\n"
-                    "            ctypes.string_at(0, 8)\n"
-                    "        return obj.to(device=device)\n"),
+            Replace("utils/backend_registration.py", _CURRENT_DEVICE_DEFAULT,
+                    "    if device is None:\n"
+                    "        import ctypes\n\n"
+                    "        # The new cached current-device lookup, through a pointer still "
+                    "null.\n"
+                    "        ctypes.string_at(0, 8)\n"
+                    "        return _get_current_device_index()\n"),
         ),
     ),
     Mutant(
