@@ -299,7 +299,7 @@ MUTANTS: tuple[Mutant, ...] = (
                     "        import ctypes\n\n"
                     "        # The new cached current-device lookup, through a pointer still "
                     "null.\n"
-                    "        ctypes.string_at(0, 8)\n"
+                    "        ctypes.c_int64.from_address(0).value  # SIGSEGV\n"
                     "        return _get_current_device_index()\n"),
         ),
     ),
