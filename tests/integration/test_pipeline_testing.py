@@ -372,3 +372,38 @@ def test_crash_after_the_last_test_is_recorded(installed: TorchEnv, tmp_path: Pa
         (SESSION_EXIT_NODEID, "crashed", "Aborted (SIGABRT)"),
     ]
     assert result.step.status is StepStatus.FAILED
+
+
+def test_a_torch_that_cannot_be_imported_is_an_import_failure_with_its_cause(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    """An autoloaded backend with an undefined symbol breaks `import torch` inside pytest's
+    conftest, where the cause is not printed: the step probes the import and records it."""
+    from dataclasses import replace
+
+    from service.domain.classify import classify_test_failure
+    from service.domain.verdict import Stage
+
+    shadow = tmp_path / "shadow"
+    (shadow / "torch").mkdir(parents=True)
+    # As torch's autoload does: the backend's ImportError wrapped in a RuntimeError.
+    (shadow / "torch" / "__init__.py").write_text(
+        "try:\n"
+        "    raise ImportError('/envs/x/torch_openreg/lib/libtorch_openreg.so: undefined "
+        "symbol: _ZN3c1013CachingHostAllocator9copy_dataEPvPKvm')\n"
+        "except ImportError as err:\n"
+        "    raise RuntimeError('Failed to load the backend extension: torch_openreg.') from err\n"
+    )
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
+    (suite / "tests" / "conftest.py").write_text("import torch\n")
+    broken = replace(installed, pythonpath=(shadow, *installed.pythonpath))
+    result = run(suite, broken, tmp_path)
+    assert result.step.status is StepStatus.FAILED
+    (record,) = result.results
+    assert record.outcome == "error" and "::" not in record.nodeid
+    assert "undefined symbol" in (record.message or "")
+    finding = classify_test_failure(
+        record.nodeid, record.message, record.details, Stage.IMPORT, outcome=record.outcome
+    )
+    assert (finding.stage, finding.subtype.value) == (Stage.IMPORT, "link-abi")
+    assert "copy_data" in " ".join(finding.captures.values())

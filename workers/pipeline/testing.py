@@ -324,6 +324,12 @@ def run_tests(
         build_dir=build_dir,
     )
     records, first, problem = _run_until_done(runner)
+    if problem is not None and not records:
+        import_error = _probe_import(recipe, env, build_dir, log)
+        if import_error is not None:
+            # Not infrastructure: torch (with the backend autoloaded) cannot be imported.
+            records[import_error.nodeid] = import_error
+            problem = None
     if rerun_failures and problem is None:
         _rerun_failures(runner, records, log)
 
@@ -332,6 +338,42 @@ def run_tests(
     return TestRunOutcome(
         step=StepOutcome(status, first.returncode, summary, log.path),
         results=results,
+    )
+
+
+IMPORT_NODEID = "<import torch>"
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+
+
+def _probe_import(
+    recipe: Recipe, env: TorchEnv, build_dir: Path | None, log: LogSink
+) -> TestRecord | None:
+    """When pytest dies before running a test, ``import torch`` in the same environment
+    tells why: pytest's conftest report drops the chained cause (an autoloaded backend's
+    ``undefined symbol``), a plain interpreter prints it."""
+    overrides = dict(recipe.test_env)
+    if build_dir is not None:
+        overrides["OPENREG_BUILD_DIR"] = str(build_dir)
+    environ = child_env(overrides, pythonpath_front=list(env.pythonpath))
+    try:
+        proc = subprocess.run(
+            [str(env.python), "-c", "import torch"],
+            cwd=recipe.source_dir, env=environ, capture_output=True, text=True, timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.write(f"ootci: could not probe `import torch`: {exc}")
+        return None
+    if proc.returncode == 0:
+        return None
+    output = (proc.stdout + proc.stderr).strip()
+    log.write("ootci: pytest ran no test; `import torch` in the same environment says:")
+    log.write(output)
+    # The first exception printed is the root of a chained traceback ("The above exception
+    # was the direct cause..."): the backend's ImportError, not torch's wrapper around it.
+    exceptions = [line for line in output.splitlines() if _EXCEPTION_LINE.match(line)]
+    message = exceptions[0] if exceptions else f"import torch exited with {proc.returncode}"
+    return TestRecord(
+        nodeid=IMPORT_NODEID, outcome="error", message=message, details=output[-20000:]
     )
 
 
