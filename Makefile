@@ -51,8 +51,11 @@ test-runtime:
 test-backend: backend
 	cd backend && ../$(BIN)/python -m pytest tests -q -p no:cacheprovider
 
+# The browser tests get a process of their own: Playwright's sync API keeps an event loop
+# running in the main thread for the whole session, which asyncio-using tests cannot share.
 test-service: setup browser
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --ignore=tests/e2e
+	$(BIN)/python -m pytest tests/e2e -q
 
 test: browser test-runtime test-backend test-service lint
 

@@ -17,7 +17,6 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 import sysconfig
 import tempfile
 import time

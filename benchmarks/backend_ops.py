@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 
 import torch
-
 import torch_openreg
 
 N = 1 << 20  # 1M elements
