@@ -56,9 +56,6 @@ def test_build_break_names_the_override(live: tuple[dict[str, CaseResult], objec
     assert r.correct
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "the test step now probes `import torch` when pytest dies in conftest (the autoloaded "
-    "backend's undefined symbol); not yet confirmed by a live corpus run in CI time"))
 def test_import_undefined_symbol_is_link_abi(live: tuple[dict[str, CaseResult], object]) -> None:
     r = live[0]["host-allocator-undefined-symbol"]
     assert r.got is not None, r.error

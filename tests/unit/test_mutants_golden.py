@@ -22,7 +22,6 @@ UPDATE = os.environ.get("UPDATE_FIXTURES") == "1"
 # The test step records no evidence for these (docs/corpus.md, "Known gap"): torch's autoload
 # wraps the backend's import error and pytest does not print the cause. Strict: a fix of the
 # test step plus re-made logs must turn them green and remove them from here.
-IMPORT_EVIDENCE_GAP = {"host-allocator-undefined-symbol"}
 GENERIC = re.compile(r"ninja: build stopped|\[?exit code -?\d+\]?|error: command .*failed|"
                      r"^FAILED: |subprocess-exited-with-error")
 
@@ -35,14 +34,7 @@ def test_every_mutant_has_a_golden_log() -> None:
         "`ootci corpus --live --save-fixtures --only NAME`")
 
 
-def _case(path: Path) -> object:
-    if path.stem in IMPORT_EVIDENCE_GAP:
-        return pytest.param(path, id=path.stem, marks=pytest.mark.xfail(
-            strict=True, reason="autoload hides the import error from the test step's log"))
-    return pytest.param(path, id=path.stem)
-
-
-@pytest.mark.parametrize("path", [_case(p) for p in LOGS])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in LOGS])
 def test_golden_mutant_log(path: Path) -> None:
     mutant = catalogue.get(path.stem)
     log = golden.load(path)
