@@ -32,6 +32,17 @@ def backend_sha(source: Path) -> str:
     return sha
 
 
+def source_key(source: Path) -> str:
+    """What the build dir is keyed by: the git tree of ``source`` itself (plus local edits),
+    not the repository's commit, so commits elsewhere in the repository reuse the build."""
+    tree = _git(source, "rev-parse", "HEAD:./")
+    if tree is None:
+        return "nogit-" + _tree_hash(source)
+    sha = backend_sha(source)
+    dirty = sha.split("-dirty-", 1)[1] if "-dirty-" in sha else ""
+    return tree.strip()[:24] + (f"-{dirty}" if dirty else "")
+
+
 def _tree_hash(source: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(source.rglob("*")):

@@ -33,7 +33,7 @@ from service.models import (
 )
 from service.runs import claim_run, renew_lease
 from workers.pipeline import collect
-from workers.pipeline.backend_source import backend_sha
+from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import parse_spec, provision
@@ -204,7 +204,7 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
         s.get_one(Run, ctx.run_id).backend_sha = sha
 
     env = _provision_step(ctx, spec_text)
-    build_dir = _build_dir(ctx, recipe, env, sha)
+    build_dir = _build_dir(ctx, recipe, env)
     build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
     if build_outcome.status is OutcomeStatus.PASSED:
@@ -233,9 +233,10 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
     return env
 
 
-def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv, sha: str) -> Path:
+def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> Path:
     """One build dir per (torch build, backend source): reused by a rerun of the same pair."""
-    return ctx.settings.resolved_cache_dir / "builds" / recipe.name / f"{env.env_key[:16]}-{sha[:24]}"
+    key = f"{env.env_key[:16]}-{source_key(recipe.source_dir)}"
+    return ctx.settings.resolved_cache_dir / "builds" / recipe.name / key
 
 
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
