@@ -122,15 +122,22 @@ def run(
     for run_id in run_ids:
         with RunProgress(console, run_id, enabled=not as_json) as progress:
             state = execute_run(engine, settings, run_id, _worker_id(), on_event=progress.on_event)
+        usage_error = None
         with session_scope(engine) as s:
             run_row = s.get_one(Run, run_id)
             if state == RunState.ERRORED and (run_row.error or "").startswith("usage error"):
                 # The user's input was wrong (say, a pip requirement that does not exist):
                 # report it and keep no half-made run.
-                message = run_row.error or ""
+                usage_error = (run_row.error or "").removeprefix("usage error: ")
                 s.delete(run_row)
-                _die(message.removeprefix("usage error: "))
-            results.append(_run_dict(run_row, backend_name))
+            else:
+                results.append(_run_dict(run_row, backend_name))
+        if usage_error is not None:
+            # Nothing half-written: the runs this command queued after it go too.
+            with session_scope(engine) as s:
+                for later in run_ids[run_ids.index(run_id) + 1 :]:
+                    s.delete(s.get_one(Run, later))
+            _die(usage_error)
         if state == RunState.ERRORED:
             code = max(code, EXIT_USAGE)
         elif state != RunState.PASSED:

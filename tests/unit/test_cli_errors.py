@@ -94,3 +94,12 @@ def test_invalid_settings_name_the_variable(tmp_path: Path) -> None:
 def test_show_unknown_run(tmp_path: Path) -> None:
     proc = ootci(tmp_path, "show", "12345")
     assert proc.returncode == 2 and "no run 12345" in proc.stderr
+
+
+def test_an_unresolvable_pip_requirement_is_usage_and_leaves_no_run(tmp_path: Path) -> None:
+    backend = recipe_dir(tmp_path, GOOD_RECIPE)
+    proc = ootci(tmp_path, "run", "--backend", str(backend), "--torch", "pip:torch==0.0.0.1",
+                 "--torch", "installed")
+    assert proc.returncode == 2, proc.stderr
+    assert "torch==0.0.0.1" in proc.stderr and "Traceback" not in proc.stderr
+    assert runs_in(tmp_path) == 0
