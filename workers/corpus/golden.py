@@ -40,6 +40,10 @@ class GoldenLog:
     test: dict[str, str] = field(default_factory=dict)  # nodeid, outcome
     body: str = ""
 
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
     def classify(self) -> Finding | None:
         stage = Stage(self.expect["stage"])
         if self.test:
