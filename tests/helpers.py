@@ -46,3 +46,20 @@ def add_finished_run(
     session.flush()
     session.refresh(run)
     return run
+
+
+class RecordingDispatcher:
+    """A Dispatcher (service.dispatch protocol) that only remembers what was enqueued: for
+    apps under test whose runs must not execute."""
+
+    def __init__(self) -> None:
+        self.enqueued: list[int] = []
+
+    def enqueue_run(self, run_id: int) -> None:
+        self.enqueued.append(run_id)
+
+    def check(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

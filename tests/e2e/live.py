@@ -15,28 +15,13 @@ from sqlalchemy import Engine
 
 from service.api.app import create_app
 from service.config import Settings
+from tests.helpers import RecordingDispatcher
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-class RecordingDispatcher:
-    """The dashboard never enqueues; this satisfies create_app's Dispatcher protocol."""
-
-    def __init__(self) -> None:
-        self.enqueued: list[int] = []
-
-    def enqueue_run(self, run_id: int) -> None:
-        self.enqueued.append(run_id)
-
-    def check(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 @dataclass

@@ -28,23 +28,10 @@ from service.models import (
     TorchBuild,
 )
 from service.runs import create_run, get_or_create_backend
+from tests.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-tests"
 T0 = dt.datetime(2026, 11, 20, 3, 0, tzinfo=dt.UTC)
-
-
-class ListDispatcher:
-    def __init__(self) -> None:
-        self.enqueued: list[int] = []
-
-    def enqueue_run(self, run_id: int) -> None:
-        self.enqueued.append(run_id)
-
-    def check(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 @dataclass
@@ -186,8 +173,8 @@ def seed(engine: Engine, tmp_path: Path) -> Seeded:
 
 
 @pytest.fixture
-def dispatcher() -> ListDispatcher:
-    return ListDispatcher()
+def dispatcher() -> RecordingDispatcher:
+    return RecordingDispatcher()
 
 
 @pytest.fixture
@@ -196,7 +183,7 @@ def seeded(engine: Engine, tmp_path: Path) -> Seeded:
 
 
 @pytest.fixture
-def client(engine: Engine, tmp_path: Path, dispatcher: ListDispatcher) -> Iterator[TestClient]:
+def client(engine: Engine, tmp_path: Path, dispatcher: RecordingDispatcher) -> Iterator[TestClient]:
     settings = Settings(home=tmp_path, api_token=TOKEN)
     with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as c:
         yield c
@@ -396,7 +383,7 @@ def test_newest_green_build_per_backend(client: TestClient, seeded: Seeded) -> N
 
 
 def test_trigger_run_needs_the_bearer_token(
-    client: TestClient, engine: Engine, seeded: Seeded, dispatcher: ListDispatcher
+    client: TestClient, engine: Engine, seeded: Seeded, dispatcher: RecordingDispatcher
 ) -> None:
     body = {"backend": "acme", "torch": "pip:torch==2.14.1"}
     assert client.post("/api/runs", json=body).status_code == 401
@@ -416,7 +403,7 @@ def test_trigger_run_needs_the_bearer_token(
 
 
 def test_trigger_run_validates_its_body(
-    client: TestClient, seeded: Seeded, dispatcher: ListDispatcher
+    client: TestClient, seeded: Seeded, dispatcher: RecordingDispatcher
 ) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     unknown = client.post("/api/runs", json={"backend": "nope", "torch": "installed"}, headers=auth)
@@ -431,7 +418,7 @@ def test_trigger_run_validates_its_body(
 def test_writes_are_refused_when_no_token_is_configured(
     engine: Engine, tmp_path: Path, seeded: Seeded
 ) -> None:
-    app = create_app(Settings(home=tmp_path), dispatcher=ListDispatcher(), engine=engine)
+    app = create_app(Settings(home=tmp_path), dispatcher=RecordingDispatcher(), engine=engine)
     with TestClient(app) as c:
         resp = c.post(
             "/api/runs",
@@ -471,7 +458,7 @@ def test_healthz_503_when_the_database_is_down(tmp_path: Path) -> None:
 
     dead = make_engine("postgresql+psycopg://postgres@127.0.0.1:1/none")
     with TestClient(
-        create_app(Settings(home=tmp_path), dispatcher=ListDispatcher(), engine=dead)
+        create_app(Settings(home=tmp_path), dispatcher=RecordingDispatcher(), engine=dead)
     ) as c:
         resp = c.get("/healthz")
     assert resp.status_code == 503
