@@ -13,7 +13,6 @@ from service.api.schemas import (
     BreakageList,
     BreakageSummary,
     FailureOut,
-    OccurrenceOut,
     Problem,
 )
 from service.models import Breakage, BreakageStatus
@@ -89,7 +88,5 @@ def get_breakage(
         note=b.note,
         resolved_by_run_id=b.resolved_by_run_id,
         evidence=FailureOut.model_validate(evidence) if evidence else None,
-        history=[
-            OccurrenceOut.model_validate(o) for o in q.occurrences(session, b.id, limit=history)
-        ],
+        history=q.occurrences(session, b.id, limit=history),
     )

@@ -7,6 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.queries.breakages import Occurrence
+from service.queries.matrix import MatrixCell
+
 # The kinds the pipeline provisions; the pipeline validates the rest of the spec.
 # ASCII whitespace spelled out: "\s" means different sets in JSON Schema (ECMA), Python and
 # pydantic's Rust regex, and the schema must accept exactly what the server accepts.
@@ -118,23 +121,9 @@ class TestResultList(BaseModel):
     offset: int
 
 
-class MatrixCellOut(_Orm):
-    backend: str
-    torch_spec: str
-    torch_build_id: int | None
-    torch_version: str | None
-    torch_git_version: str | None
-    run_id: int
-    state: str
-    verdict: str | None
-    verdict_subtype: str | None
-    created_at: dt.datetime
-    finished_at: dt.datetime | None
-
-
 class Matrix(BaseModel):
     backends: list[str]
-    cells: list[MatrixCellOut]
+    cells: list[MatrixCell]
 
 
 class BreakageSummary(_Orm):
@@ -161,33 +150,12 @@ class BreakageList(BaseModel):
     offset: int
 
 
-class OccurrenceOut(_Orm):
-    run_id: int
-    run_state: str
-    torch_spec: str
-    torch_version: str | None
-    torch_git_version: str | None
-    run_created_at: dt.datetime
-    failures: int
-    nodeids: list[str]
-
-
 class BreakageDetail(BreakageSummary):
     captures: dict[str, Any]
     note: str | None
     resolved_by_run_id: int | None
     evidence: FailureOut | None = Field(description="The failure of its first occurrence")
-    history: list[OccurrenceOut] = Field(description="Failures grouped by run, newest first")
-
-
-class GreenBuildOut(_Orm):
-    backend: str
-    torch_build_id: int
-    spec: str
-    version: str
-    git_version: str
-    run_id: int
-    finished_at: dt.datetime | None
+    history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
 
 
 class RunRequest(BaseModel):
