@@ -280,17 +280,27 @@ c10::CachingDeviceAllocator::DeviceStats OpenRegDeviceAllocator::getDeviceStats(
   return d.stats;
 }
 
+namespace {
+
+// Every per-pool stat array of DeviceStats, so resets cannot miss one.
+template <typename F>
+void forEachStat(c10::CachingDeviceAllocator::DeviceStats& stats, F&& fn) {
+  for (auto* array : {&stats.allocation, &stats.segment, &stats.active,
+                      &stats.inactive_split, &stats.allocated_bytes,
+                      &stats.reserved_bytes, &stats.active_bytes,
+                      &stats.inactive_split_bytes, &stats.requested_bytes}) {
+    for (auto& stat : *array) {
+      fn(stat);
+    }
+  }
+}
+
+} // namespace
+
 void OpenRegDeviceAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
   auto& d = impl_->get(device);
   std::lock_guard<std::mutex> lock(d.mutex);
-  for (auto* array : {&d.stats.allocation, &d.stats.segment, &d.stats.active,
-                      &d.stats.inactive_split, &d.stats.allocated_bytes,
-                      &d.stats.reserved_bytes, &d.stats.active_bytes,
-                      &d.stats.inactive_split_bytes, &d.stats.requested_bytes}) {
-    for (auto& stat : *array) {
-      stat.reset_accumulated();
-    }
-  }
+  forEachStat(d.stats, [](auto& stat) { stat.reset_accumulated(); });
   d.stats.num_alloc_retries = 0;
   d.stats.num_ooms = 0;
   d.stats.num_device_alloc = 0;
@@ -300,14 +310,7 @@ void OpenRegDeviceAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
 void OpenRegDeviceAllocator::resetPeakStats(c10::DeviceIndex device) {
   auto& d = impl_->get(device);
   std::lock_guard<std::mutex> lock(d.mutex);
-  for (auto* array : {&d.stats.allocation, &d.stats.segment, &d.stats.active,
-                      &d.stats.inactive_split, &d.stats.allocated_bytes,
-                      &d.stats.reserved_bytes, &d.stats.active_bytes,
-                      &d.stats.inactive_split_bytes, &d.stats.requested_bytes}) {
-    for (auto& stat : *array) {
-      stat.reset_peak();
-    }
-  }
+  forEachStat(d.stats, [](auto& stat) { stat.reset_peak(); });
 }
 
 std::pair<size_t, size_t> OpenRegDeviceAllocator::getMemoryInfo(c10::DeviceIndex device) {
