@@ -127,7 +127,7 @@ at::Tensor _copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) 
   } else {
     dst.resize_(self.sizes());
   }
-  return _copy_from(self, dst, false);
+  return openreg::minimal::_copy_from(self, dst, false);
 }
 
 c10::Scalar _local_scalar_dense(const at::Tensor& self) {

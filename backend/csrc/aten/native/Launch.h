@@ -18,6 +18,9 @@ namespace openreg::native {
 // ordered after this kernel on the same stream.
 void launch_kernel(c10::DeviceIndex device, std::function<void()> body);
 
+// Below this many elements a second thread costs more than it saves.
+constexpr int64_t kParallelGrain = 32768;
+
 // Inside a kernel: runs fn over [0, n) in up to two chunks, the second
 // offered to an inter-op pool thread (and run by the caller if that thread has
 // not started by then), because torch's own CPU kernels use both cores and a

@@ -1,6 +1,6 @@
 #include "aten/native/Reduce.h"
 
-#include "aten/native/Elementwise.h"
+#include "aten/native/Launch.h"
 #include "aten/native/Launch.h"
 #include "aten/native/OpSupport.h"
 

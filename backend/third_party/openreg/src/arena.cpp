@@ -1,4 +1,5 @@
 #include "arena.h"
+#include "page.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@ namespace {
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 std::size_t round_down(std::size_t n, std::size_t to) { return n / to * to; }
-std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 #include "config.h"
+#include "page.h"
 
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -17,8 +17,6 @@ std::optional<unsigned long long> parse_decimal(const char* text) {
   if (errno != 0 || *end != '\0') return std::nullopt;
   return value;
 }
-
-std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
 
 }  // namespace
 
