@@ -244,6 +244,20 @@ def test_large_full_sum_splits_across_threads_and_stays_accurate():
     assert_matches_cpu(lambda t: t.sum(dim=0), x.view(1024, 1024), rtol=1e-5, atol=1e-4)
 
 
+def test_full_sum_is_bitwise_reproducible():
+    # The two threads claim chunks in whatever order they are scheduled; partial
+    # sums must still be combined in index order, as a deterministic reduction.
+    # Magnitudes spread over 16 decades make the combine order show in the
+    # last bits (8 distinct results over 200 shuffled orders on CPU).
+    g = torch.Generator().manual_seed(1)
+    n = 1 << 21
+    x = torch.randn(n, generator=g, dtype=torch.float64)
+    x = x * torch.pow(10, torch.rand(n, generator=g, dtype=torch.float64) * 16 - 8)
+    on_device = x.to("openreg")
+    results = {on_device.sum().item() for _ in range(100)}
+    assert len(results) == 1
+
+
 def test_integer_sum_promotes_to_int64():
     x = make((10, 3), torch.int32)
     assert assert_matches_cpu(lambda t: t.sum(0), x).dtype == torch.int64

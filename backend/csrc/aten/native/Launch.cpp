@@ -51,41 +51,63 @@ void parallel_range(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  // The second half is offered to an inter-op pool thread. Whoever claims it
-  // first runs it: on a loaded machine the pool thread may not be scheduled
-  // soon, and then the kernel thread does the work itself instead of waiting.
-  // The helper touches `fn` only after winning the claim, and the caller waits
-  // for a helper that won, so `fn` outlives every use.
+  // [0, n) is cut into chunks that the kernel thread and one inter-op pool
+  // thread claim one at a time. The kernel thread starts at once; the helper
+  // joins whenever the pool wakes it. With two fixed halves, a helper woken
+  // late (tens of microseconds on a busy or virtual machine) made the kernel
+  // thread wait for the whole second half; with chunks it waits for at most
+  // the one chunk the helper is running.
+  //
+  // Lifetime: the helper touches `fn` only after moving the state from Idle to
+  // Running; the caller, once out of chunks, either moves Idle to Closed (the
+  // helper will never touch `fn`) or waits for Done. So `fn` outlives every use.
+  enum State : int { Idle, Running, Done, Closed };
   struct Shared {
-    std::atomic<bool> claimed{false};
+    std::atomic<int64_t> next{0};
+    std::atomic<int> state{Idle};
     std::mutex mutex;
     std::condition_variable done_cv;
-    bool done = false;
     std::exception_ptr error;
   };
+  const int64_t chunks = std::min<int64_t>(kMaxChunks, n / grain);
+  const int64_t chunk = (n + chunks - 1) / chunks;
+  auto run_chunks = [chunk, n](Shared& shared, const std::function<void(int64_t, int64_t)>& body) {
+    for (int64_t begin = shared.next.fetch_add(chunk); begin < n; begin = shared.next.fetch_add(chunk)) {
+      body(begin, std::min(n, begin + chunk));
+    }
+  };
   auto shared = std::make_shared<Shared>();
-  const int64_t half = n / 2;
   const auto* body = &fn;
-  at::launch([shared, body, half, n] {
-    if (shared->claimed.exchange(true)) {
+  at::launch([shared, body, run_chunks] {
+    int expected = Idle;
+    if (!shared->state.compare_exchange_strong(expected, Running)) {
       return;
     }
     try {
-      (*body)(half, n);
+      run_chunks(*shared, *body);
     } catch (...) {
       shared->error = std::current_exception();
     }
     std::lock_guard<std::mutex> lock(shared->mutex);
-    shared->done = true;
+    shared->state = Done;
     shared->done_cv.notify_one();
   });
-  fn(0, half);
-  if (!shared->claimed.exchange(true)) {
-    fn(half, n);
-    return;
+  std::exception_ptr caller_error;
+  try {
+    run_chunks(*shared, fn);
+  } catch (...) {
+    // Stop handing out chunks, but still wait for a running helper below.
+    shared->next = n;
+    caller_error = std::current_exception();
   }
-  std::unique_lock<std::mutex> lock(shared->mutex);
-  shared->done_cv.wait(lock, [&] { return shared->done; });
+  int expected = Idle;
+  if (!shared->state.compare_exchange_strong(expected, Closed)) {
+    std::unique_lock<std::mutex> lock(shared->mutex);
+    shared->done_cv.wait(lock, [&] { return shared->state == Done; });
+  }
+  if (caller_error) {
+    std::rethrow_exception(caller_error);
+  }
   if (shared->error) {
     std::rethrow_exception(shared->error);
   }

@@ -21,10 +21,13 @@ void launch_kernel(c10::DeviceIndex device, std::function<void()> body);
 // Below this many elements a second thread costs more than it saves.
 constexpr int64_t kParallelGrain = 32768;
 
-// Inside a kernel: runs fn over [0, n) in up to two chunks, the second
-// offered to an inter-op pool thread (and run by the caller if that thread has
-// not started by then), because torch's own CPU kernels use both cores and a
-// single-threaded device would lose to them on every large op.
+// Chunks of a parallel_range: enough that the two threads end close together.
+constexpr int64_t kMaxChunks = 16;
+
+// Inside a kernel: runs fn over [0, n) in chunks of at least `grain`, shared
+// between the calling thread and one inter-op pool thread, because torch's
+// own CPU kernels use both cores and a single-threaded device would lose to
+// them on every large op. Chunks may run in any order and concurrently.
 void parallel_range(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t)>& fn);
 

@@ -1,7 +1,6 @@
 #include "aten/native/Reduce.h"
 
 #include "aten/native/Launch.h"
-#include "aten/native/Launch.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/WrapDimUtilsMulti.h>
@@ -15,6 +14,7 @@
 #include <limits>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 namespace openreg::native {
 namespace {
@@ -174,13 +174,20 @@ void reduce_kernel(const ReduceGeometry& g, Finish finish) {
   const T* in = reinterpret_cast<const T*>(g.in);
   out_t* out = reinterpret_cast<out_t*>(g.out);
   if (g.n_out == 1) {
+    // Partial results are combined in index order, not in the order the
+    // threads finish, so a sum rounds the same way on every run.
     std::mutex mutex;
-    acc_t total = Op::identity();
+    c10::SmallVector<std::pair<int64_t, acc_t>, kMaxChunks> parts;
     parallel_range(g.n_in, kParallelGrain, [&](int64_t begin, int64_t end) {
       const acc_t part = reduce_inner<Op>(g, in, begin, end);
       std::lock_guard<std::mutex> lock(mutex);
-      total = Op::combine(total, part);
+      parts.emplace_back(begin, part);
     });
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    acc_t total = Op::identity();
+    for (const auto& part : parts) {
+      total = Op::combine(total, part.second);
+    }
     out[0] = finish(total);
     return;
   }

@@ -126,4 +126,33 @@ OR_TEST(host_functions_get_no_access_window) { window_while_blocked(false, SIGSE
 // SIGSEGV above comes from the gate, not from the memory being unusable.
 OR_TEST(a_running_kernel_opens_the_window_process_wide) { window_while_blocked(true, 0); }
 
+// Back-to-back kernels share one opening of the window (the stream keeps it open
+// while kernels are queued); it must still be closed once they are done, and
+// for a host function queued behind them.
+OR_TEST(window_closes_after_a_burst_of_kernels) {
+  void* d = nullptr;
+  CHECK_OK(orMalloc(&d, 4096));
+  CHECK_OK(orMemset(d, 0, 4096));
+  static std::atomic<int> phase{0};
+  phase = 0;
+  auto count = [](void* p) { ++*static_cast<volatile char*>(p); };
+  for (int i = 0; i < 64; ++i) CHECK_OK(orLaunchKernel(nullptr, count, d));
+  CHECK_OK(orLaunchHostFunc(nullptr, [](void*) {
+    phase.store(1);
+    while (phase.load() != 2) {
+    }
+  }, nullptr));
+  for (int i = 0; i < 64; ++i) CHECK_OK(orLaunchKernel(nullptr, count, d));
+  while (phase.load() != 1) {
+  }
+  CHECK_EQ(signal_of_child([d] { write_byte(d); }), SIGSEGV);
+  phase.store(2);
+  CHECK_OK(orDeviceSynchronize());
+  CHECK_EQ(signal_of_child([d] { write_byte(d); }), SIGSEGV);
+  unsigned char back = 0;
+  CHECK_OK(orMemcpy(&back, d, 1, orMemcpyDeviceToHost));
+  CHECK_EQ(static_cast<int>(back), 128);
+  CHECK_OK(orFree(d));
+}
+
 OR_TEST_MAIN()
