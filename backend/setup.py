@@ -6,12 +6,15 @@ torch; the libraries land next to the package (`torch_openreg/_C*.so`,
 
 Env: OPENREG_BUILD_DIR (CMake build dir, default build/<torch version>),
 CMAKE_BUILD_DIR (same, as ootci sets it), OPENREG_BUILD_TYPE (Release),
-MAX_JOBS (ninja -j, default 2: the build machines are shared).
+MAX_JOBS (ninja -j, default 2: the build machines are shared),
+OPENREG_CMAKE_ARGS (extra configure options, shell-quoted, e.g.
+"-DOPENREG_UNITY=OFF -DOPENREG_PCH=OFF").
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -76,6 +79,7 @@ class CMakeBuild(build_ext):
                 "-DCMAKE_C_COMPILER_LAUNCHER=ccache",
                 "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
             ]
+        configure += shlex.split(os.environ.get("OPENREG_CMAKE_ARGS", ""))
         jobs = os.environ.get("MAX_JOBS", "2")
         try:
             subprocess.run(configure, check=True)
