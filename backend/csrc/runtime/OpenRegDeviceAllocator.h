@@ -8,6 +8,8 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include "compat/TorchVersion.h"
+
 namespace openreg {
 
 class OpenRegDeviceAllocator;
@@ -31,7 +33,14 @@ class OpenRegDeviceAllocator final : public c10::DeviceAllocator {
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
   void resetAccumulatedStats(c10::DeviceIndex device) override;
   void resetPeakStats(c10::DeviceIndex device) override;
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+  // COMPAT(>= 2.10): c10::DeviceAllocator::getMemoryInfo became a virtual, PR #156812
+  // (torch.accelerator.get_memory_info). On 2.9 the method is only ours, for
+  // torch.openreg.mem_get_info. CAN REMOVE when MIN_SUPPORTED >= 2.10 (keep the override).
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
+#else
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device);
+#endif
 
   // The DataPtr deleter's target (ctx is the block).
   void freeBlock(void* ctx);

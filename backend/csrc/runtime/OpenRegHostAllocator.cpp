@@ -8,6 +8,7 @@
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/util/llvmMathExtras.h>
 
+#include "compat/TorchVersion.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"
 
@@ -23,6 +24,26 @@ struct HostBlock {
 };
 
 void free_host_block(void* ctx);
+
+// COMPAT(>= 2.10): at::HostStats renamed its counters, allocated_bytes changed meaning, PR #164412
+// Up to 2.9: allocation/allocated_bytes = blocks in use, segment/reserved_bytes =
+// every block held; since 2.10: active_requests/active_bytes = in use,
+// allocations/allocated_bytes = held. The accessors carry the 2.10 names (in a
+// namespace of their own: this file is compiled in a unity group).
+// CAN REMOVE when MIN_SUPPORTED >= 2.10 (then use the fields directly).
+namespace host_stats {
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+auto& active_requests(at::HostStats& s) { return s.active_requests; }
+auto& active_bytes(at::HostStats& s) { return s.active_bytes; }
+auto& allocations(at::HostStats& s) { return s.allocations; }
+auto& allocated_bytes(at::HostStats& s) { return s.allocated_bytes; }
+#else
+auto& active_requests(at::HostStats& s) { return s.allocation; }
+auto& active_bytes(at::HostStats& s) { return s.allocated_bytes; }
+auto& allocations(at::HostStats& s) { return s.segment; }
+auto& allocated_bytes(at::HostStats& s) { return s.reserved_bytes; }
+#endif
+} // namespace host_stats
 
 // [host-allocator]
 class OpenRegHostAllocator final : public at::HostAllocator {
@@ -41,20 +62,20 @@ class OpenRegHostAllocator final : public at::HostAllocator {
       OPENREG_CHECK(orMallocHost(&ptr, rounded));
       block = new HostBlock{rounded, ptr};
       blocks_.emplace(ptr, block);
-      stats_.allocations.increase(1);
-      stats_.allocated_bytes.increase(rounded);
+      host_stats::allocations(stats_).increase(1);
+      host_stats::allocated_bytes(stats_).increase(rounded);
     }
     block->allocated = true;
-    stats_.active_requests.increase(1);
-    stats_.active_bytes.increase(block->size);
+    host_stats::active_requests(stats_).increase(1);
+    host_stats::active_bytes(stats_).increase(block->size);
     return {block->ptr, block, &free_host_block, c10::DeviceType::CPU};
   }
 
   void free(HostBlock* block) {
     std::lock_guard<std::mutex> lock(mutex_);
     block->allocated = false;
-    stats_.active_requests.decrease(1);
-    stats_.active_bytes.decrease(block->size);
+    host_stats::active_requests(stats_).decrease(1);
+    host_stats::active_bytes(stats_).decrease(block->size);
     free_.emplace(block->size, block);
   }
 
@@ -83,8 +104,8 @@ class OpenRegHostAllocator final : public at::HostAllocator {
       }
       blocks_.erase(block->ptr);
       OPENREG_WARN(orFreeHost(block->ptr));
-      stats_.allocations.decrease(1);
-      stats_.allocated_bytes.decrease(block->size);
+      host_stats::allocations(stats_).decrease(1);
+      host_stats::allocated_bytes(stats_).decrease(block->size);
       delete block;
     }
     free_.clear();
@@ -97,16 +118,16 @@ class OpenRegHostAllocator final : public at::HostAllocator {
 
   void reset_accumulated_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations,
-                    &stats_.allocated_bytes}) {
+    for (auto* s : {&host_stats::active_requests(stats_), &host_stats::active_bytes(stats_),
+                    &host_stats::allocations(stats_), &host_stats::allocated_bytes(stats_)}) {
       s->reset_accumulated();
     }
   }
 
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* s : {&stats_.active_requests, &stats_.active_bytes, &stats_.allocations,
-                    &stats_.allocated_bytes}) {
+    for (auto* s : {&host_stats::active_requests(stats_), &host_stats::active_bytes(stats_),
+                    &host_stats::allocations(stats_), &host_stats::allocated_bytes(stats_)}) {
       s->reset_peak();
     }
   }
