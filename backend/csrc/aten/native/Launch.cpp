@@ -1,10 +1,9 @@
 #include "aten/native/Launch.h"
 
+#include "aten/native/ChunkHelper.h"
 #include "aten/native/KernelConfig.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"
-
-#include <ATen/Parallel.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -51,12 +50,12 @@ void parallel_range(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  // [0, n) is cut into chunks that the kernel thread and one inter-op pool
-  // thread claim one at a time. The kernel thread starts at once; the helper
-  // joins whenever the pool wakes it. With two fixed halves, a helper woken
-  // late (tens of microseconds on a busy or virtual machine) made the kernel
-  // thread wait for the whole second half; with chunks it waits for at most
-  // the one chunk the helper is running.
+  // [0, n) is cut into chunks that the kernel thread and the chunk helper
+  // claim one at a time. The kernel thread starts at once; the helper joins
+  // when it picks the job up. With two fixed halves, a helper that started
+  // late (tens of microseconds when it has to be woken on a virtual machine)
+  // made the kernel thread wait for the whole second half; with chunks it
+  // waits for at most the one chunk the helper is running.
   //
   // Lifetime: the helper touches `fn` only after moving the state from Idle to
   // Running; the caller, once out of chunks, either moves Idle to Closed (the
@@ -78,7 +77,7 @@ void parallel_range(int64_t n, int64_t grain,
   };
   auto shared = std::make_shared<Shared>();
   const auto* body = &fn;
-  at::launch([shared, body, run_chunks] {
+  offer_to_chunk_helper(std::make_shared<std::function<void()>>([shared, body, run_chunks] {
     int expected = Idle;
     if (!shared->state.compare_exchange_strong(expected, Running)) {
       return;
@@ -91,7 +90,7 @@ void parallel_range(int64_t n, int64_t grain,
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->state = Done;
     shared->done_cv.notify_one();
-  });
+  }));
   std::exception_ptr caller_error;
   try {
     run_chunks(*shared, fn);

@@ -25,7 +25,7 @@ constexpr int64_t kParallelGrain = 32768;
 constexpr int64_t kMaxChunks = 16;
 
 // Inside a kernel: runs fn over [0, n) in chunks of at least `grain`, shared
-// between the calling thread and one inter-op pool thread, because torch's
+// between the calling thread and the chunk helper thread, because torch's
 // own CPU kernels use both cores and a single-threaded device would lose to
 // them on every large op. Chunks may run in any order and concurrently.
 void parallel_range(int64_t n, int64_t grain,

@@ -1,0 +1,75 @@
+#include "aten/native/ChunkHelper.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace openreg::native {
+namespace {
+
+// Long enough to bridge the host-side gap between two queued kernels (a few
+// microseconds each), short enough that an idle device stops burning a core.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+class ChunkHelper {
+ public:
+  bool offer(std::shared_ptr<std::function<void()>> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (job_) {
+        return false;
+      }
+      job_ = std::move(job);
+      has_job_.store(true, std::memory_order_release);
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  void run() {
+    for (;;) {
+      const auto deadline = std::chrono::steady_clock::now() + kSpin;
+      while (!has_job_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      std::shared_ptr<std::function<void()>> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return job_ != nullptr; });
+        job = std::move(job_);
+        has_job_.store(false, std::memory_order_relaxed);
+      }
+      (*job)();
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<std::function<void()>> job_;  // guarded by mu_
+  std::atomic<bool> has_job_{false};
+};
+
+ChunkHelper* start_helper() {
+  // Leaked on purpose: the thread outlives static destruction at exit.
+  auto* helper = new ChunkHelper();
+  try {
+    std::thread([helper] { helper->run(); }).detach();
+  } catch (const std::system_error&) {
+    return nullptr;
+  }
+  return helper;
+}
+
+} // namespace
+
+bool offer_to_chunk_helper(std::shared_ptr<std::function<void()>> job) {
+  // In a forked child the thread is gone but the object says it is there: jobs
+  // then wait in the slot forever and callers do all the work themselves.
+  static ChunkHelper* helper = start_helper();
+  return helper != nullptr && helper->offer(std::move(job));
+}
+
+} // namespace openreg::native
