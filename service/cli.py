@@ -303,6 +303,59 @@ def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
 
 
 @app.command()
+def gc(
+    max_age_days: Annotated[
+        int | None, typer.Option(help="Remove what was unused this long (default OOTCI_CACHE_MAX_AGE_DAYS).")
+    ] = None,
+    keep: Annotated[
+        int | None, typer.Option(help="Keep this many most recently used of each kind (default OOTCI_CACHE_KEEP).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; remove nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Remove torch environments and build dirs of the cache that have not been used for a
+    while (every run also does this before it provisions)."""
+    import datetime as dt
+
+    from workers.pipeline.cache_gc import collect_garbage
+
+    settings = _settings()
+    days = settings.cache_max_age_days if max_age_days is None else max_age_days
+    try:
+        report = collect_garbage(
+            settings.resolved_cache_dir,
+            max_age=dt.timedelta(days=days),
+            keep=settings.cache_keep if keep is None else keep,
+            dry_run=dry_run,
+        )
+    except ValueError as exc:
+        _die(str(exc))
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "dry_run": dry_run,
+                    "freed_bytes": report.freed_bytes,
+                    "kept": report.kept,
+                    "skipped_busy": [str(p) for p in report.skipped_busy],
+                    "removed": [
+                        {"path": str(r.path), "kind": r.kind, "size_bytes": r.size_bytes}
+                        for r in report.removed
+                    ],
+                }
+            )
+        )
+        return
+    verb = "would remove" if dry_run else "removed"
+    for r in report.removed:
+        out.print(f"{verb} {r.kind} {escape(str(r.path))} ({r.size_bytes / 1e6:.0f} MB)")
+    out.print(
+        f"{verb} {len(report.removed)} entries, {report.freed_bytes / 1e9:.2f} GB; kept {report.kept}"
+        + (f"; {len(report.skipped_busy)} busy, skipped" if report.skipped_busy else "")
+    )
+
+
+@app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,

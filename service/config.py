@@ -53,6 +53,12 @@ class Settings(BaseSettings):
         7200, ge=60, description="A running run whose worker vanished is re-claimable after this."
     )
     rerun_failed_tests: bool = Field(True, description="Rerun failing tests once to spot flakes.")
+    cache_max_age_days: int = Field(
+        7, ge=1, description="Torch envs and build dirs unused this long are removed before a run."
+    )
+    cache_keep: int = Field(
+        3, ge=0, description="The most recently used envs (and build dirs) kept whatever their age."
+    )
 
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")

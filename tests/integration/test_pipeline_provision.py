@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from workers.pipeline.cache_gc import STAMP
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import MARKER, parse_spec, provision
 from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
@@ -201,9 +202,14 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
     assert list(Path(purelib).glob("ootci_vendor_probe*"))
     assert importlib.util.find_spec("ootci_vendor_probe") is None  # not in ootci's env
 
+    # Reuse restamps the env, so the cache GC counts it as used now.
+    env_stamp = tmp_path / "cache" / "envs" / env.env_key / STAMP
+    month_ago = time.time() - 30 * 86400
+    os.utime(env_stamp, (month_ago, month_ago))
     again = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log2")
     assert again == env
     assert "reusing overlay env" in (tmp_path / "log2").read_text()
+    assert env_stamp.stat().st_mtime > time.time() - 3600
     # Patched again in place, same version string: a different env (and build dir).
     (overlay / "torch" / "_ootci_patch.py").write_text("PATCHED = 2\n")
     repatched = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log3")

@@ -8,6 +8,7 @@ re-claimable once its lease expires.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 import traceback
@@ -35,6 +36,7 @@ from service.runs import claim_run, renew_lease
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
+from workers.pipeline.cache_gc import collect_garbage, stamp
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import parse_spec, provision
 from workers.pipeline.recipe import load_recipe
@@ -203,8 +205,10 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
         sha = backend_sha(source)
         s.get_one(Run, ctx.run_id).backend_sha = sha
 
+    _collect_cache_garbage(ctx)
     env = _provision_step(ctx, spec_text)
     build_dir = _build_dir(ctx, recipe, env)
+    stamp(build_dir)
     build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
     if build_outcome.status is OutcomeStatus.PASSED:
@@ -215,6 +219,29 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
         state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
         run.transition(state)
     return state
+
+
+def _collect_cache_garbage(ctx: _RunContext) -> None:
+    """Each worker cleans its own cache before adding to it. Never fails the run: a full
+    disk shows up as a provision or build error with its own message."""
+    settings = ctx.settings
+    try:
+        report = collect_garbage(
+            settings.resolved_cache_dir,
+            max_age=dt.timedelta(days=settings.cache_max_age_days),
+            keep=settings.cache_keep,
+            log=log.info,
+        )
+    except Exception:
+        log.exception("run %s: cache garbage collection failed", ctx.run_id)
+        return
+    if report.removed:
+        log.info(
+            "run %s: removed %d unused envs/build dirs, %.1f GB",
+            ctx.run_id,
+            len(report.removed),
+            report.freed_bytes / 1e9,
+        )
 
 
 def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:

@@ -42,6 +42,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from workers.pipeline.cache_gc import stamp
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
 from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
@@ -438,6 +439,7 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
         if marker.is_file():
             recorded = json.loads(marker.read_text())
             log.write(f"ootci: reusing env {venv} (torch {recorded['version']})")
+            stamp(venv)
             return _env(spec, venv / "bin" / "python", recorded, key)
         if venv.exists():
             log.write(f"ootci: removing incomplete env {venv}")
@@ -451,6 +453,7 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
             raise
         # Written last: its presence is what makes the env reusable.
         marker.write_text(json.dumps({**probe, "artifact": asdict(artifact), "spec": spec.text}))
+        stamp(venv)
         log.write(
             f"ootci: provisioned torch {probe['version']} in {time.monotonic() - started:.0f} s"
         )
@@ -487,6 +490,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / MARKER).is_file():
             log.write(f"ootci: reusing overlay env {venv}")
+            stamp(venv)
             return python
         shutil.rmtree(venv, ignore_errors=True)
         environ = child_env({})
@@ -509,6 +513,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
             "".join(f"import site; site.addsitedir({p!r})\n" for p in base)
         )
         (venv / MARKER).write_text(json.dumps({"kind": "overlay", "base": base}))
+        stamp(venv)
     return python
 
 

@@ -1,0 +1,138 @@
+"""Garbage collection of the cache dir: torch environments and backend build dirs.
+
+A nightly spec provisions a new torch environment every night (several GB for a CUDA
+wheel) and every backend push gets a new build dir, so a worker's disk fills within
+weeks unless something removes what is no longer used. Whatever provisions or reuses an
+env, or builds in a build dir, stamps it (:func:`stamp`); :func:`collect_garbage` removes
+entries whose stamp is older than ``max_age``, always keeping the ``keep`` most recently
+used of each kind, and the build dirs of every env it removes.
+
+Safety: ``max_age`` is at least a day, far longer than a run (three steps with their own
+timeouts), so an env stamped when a running run provisioned it is never old. An env is
+removed only under its provisioning lock, taken without waiting: one being provisioned
+right now is skipped, and a reuse that stamped it in the meantime is seen. The lock files
+stay: a process may already hold the path open to wait on it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STAMP = ".ootci-last-used"
+MIN_AGE = dt.timedelta(days=1)
+
+
+def stamp(entry: Path) -> None:
+    """Record that ``entry`` (an env or build dir) was used now."""
+    entry.mkdir(parents=True, exist_ok=True)
+    (entry / STAMP).touch()
+
+
+@dataclass(frozen=True)
+class Removed:
+    path: Path
+    kind: str  # "env" | "build"
+    size_bytes: int
+    last_used: float  # epoch seconds
+
+
+@dataclass
+class GcReport:
+    removed: list[Removed] = field(default_factory=list)
+    kept: int = 0
+    skipped_busy: list[Path] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def freed_bytes(self) -> int:
+        return sum(r.size_bytes for r in self.removed)
+
+
+def _last_used(entry: Path) -> float:
+    # Entries from before stamping existed count from their own mtime.
+    marker = entry / STAMP
+    return (marker if marker.exists() else entry).stat().st_mtime
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for p in path.rglob("*"):
+        try:
+            if p.is_file() and not p.is_symlink():
+                total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def _envs(cache_dir: Path) -> list[Path]:
+    root = cache_dir / "envs"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
+def _builds(cache_dir: Path) -> list[Path]:
+    root = cache_dir / "builds"
+    if not root.is_dir():
+        return []
+    return sorted(b for recipe in root.iterdir() if recipe.is_dir() for b in recipe.iterdir() if b.is_dir())
+
+
+def _expired(entries: list[Path], cutoff: float, keep: int) -> Iterator[tuple[Path, float]]:
+    by_recency = sorted(((e, _last_used(e)) for e in entries), key=lambda pair: -pair[1])
+    for entry, used in by_recency[keep:]:
+        if used < cutoff:
+            yield entry, used
+
+
+def collect_garbage(
+    cache_dir: Path,
+    *,
+    max_age: dt.timedelta,
+    keep: int,
+    dry_run: bool = False,
+    now: float | None = None,
+    log: Callable[[str], None] = lambda _line: None,
+) -> GcReport:
+    if max_age < MIN_AGE:
+        raise ValueError(f"max_age must be at least {MIN_AGE} (longer than any run), got {max_age}")
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
+    cutoff = (time.time() if now is None else now) - max_age.total_seconds()
+    report = GcReport(dry_run=dry_run)
+    envs = _envs(cache_dir)
+    removed_env_keys: set[str] = set()
+
+    for env, used in _expired(envs, cutoff, keep):
+        with (env.parent / f"{env.name}.lock").open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                report.skipped_busy.append(env)
+                continue
+            if _last_used(env) >= cutoff:  # reused while we were looking
+                continue
+            report.removed.append(Removed(env, "env", _size(env), used))
+            removed_env_keys.add(env.name)
+            if not dry_run:
+                log(f"ootci gc: removing env {env}")
+                shutil.rmtree(env, ignore_errors=True)
+
+    builds = _builds(cache_dir)
+    # Build dirs are named <env key[:16]>-<backend tree>: those of a removed env go too.
+    orphaned = {b for b in builds if any(key.startswith(b.name.split("-", 1)[0]) for key in removed_env_keys)}
+    expired = {b for b, _ in _expired(builds, cutoff, keep)}
+    for build in sorted(orphaned | expired):
+        report.removed.append(Removed(build, "build", _size(build), _last_used(build)))
+        if not dry_run:
+            log(f"ootci gc: removing build dir {build}")
+            shutil.rmtree(build, ignore_errors=True)
+
+    gone = {r.path for r in report.removed}
+    report.kept = sum(1 for e in envs + builds if e not in gone)
+    return report
