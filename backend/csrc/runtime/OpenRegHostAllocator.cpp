@@ -43,6 +43,14 @@ auto& active_bytes(at::HostStats& s) { return s.allocated_bytes; }
 auto& allocations(at::HostStats& s) { return s.segment; }
 auto& allocated_bytes(at::HostStats& s) { return s.reserved_bytes; }
 #endif
+
+// The four counters this allocator keeps, so resets cannot miss one.
+template <typename F>
+void for_each(at::HostStats& s, F&& fn) {
+  for (auto* stat : {&active_requests(s), &active_bytes(s), &allocations(s), &allocated_bytes(s)}) {
+    fn(*stat);
+  }
+}
 } // namespace host_stats
 
 // [host-allocator]
@@ -118,18 +126,12 @@ class OpenRegHostAllocator final : public at::HostAllocator {
 
   void reset_accumulated_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* s : {&host_stats::active_requests(stats_), &host_stats::active_bytes(stats_),
-                    &host_stats::allocations(stats_), &host_stats::allocated_bytes(stats_)}) {
-      s->reset_accumulated();
-    }
+    host_stats::for_each(stats_, [](auto& stat) { stat.reset_accumulated(); });
   }
 
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* s : {&host_stats::active_requests(stats_), &host_stats::active_bytes(stats_),
-                    &host_stats::allocations(stats_), &host_stats::allocated_bytes(stats_)}) {
-      s->reset_peak();
-    }
+    host_stats::for_each(stats_, [](auto& stat) { stat.reset_peak(); });
   }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace openreg::native {
 namespace {
@@ -15,7 +16,7 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 
 class ChunkHelper {
  public:
-  bool offer(std::shared_ptr<std::function<void()>> job) {
+  bool offer(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (job_) {
@@ -34,21 +35,22 @@ class ChunkHelper {
       while (!has_job_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::yield();
       }
-      std::shared_ptr<std::function<void()>> job;
+      std::function<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return job_ != nullptr; });
         job = std::move(job_);
+        job_ = nullptr;
         has_job_.store(false, std::memory_order_relaxed);
       }
-      (*job)();
+      job();
     }
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::shared_ptr<std::function<void()>> job_;  // guarded by mu_
+  std::function<void()> job_;  // guarded by mu_; empty when the slot is free
   std::atomic<bool> has_job_{false};
 };
 
@@ -65,7 +67,7 @@ ChunkHelper* start_helper() {
 
 } // namespace
 
-bool offer_to_chunk_helper(std::shared_ptr<std::function<void()>> job) {
+bool offer_to_chunk_helper(std::function<void()> job) {
   // In a forked child the thread is gone but the object says it is there: jobs
   // then wait in the slot forever and callers do all the work themselves.
   static ChunkHelper* helper = start_helper();

@@ -10,7 +10,6 @@
 // for a short while after each job before it blocks.
 
 #include <functional>
-#include <memory>
 
 namespace openreg::native {
 
@@ -18,6 +17,6 @@ namespace openreg::native {
 // helper is busy with another kernel's job (several streams may run kernels at
 // once) or could not be started; the caller then does the work itself. The
 // job must tolerate running late or never: parallel_range's claim protocol does.
-bool offer_to_chunk_helper(std::shared_ptr<std::function<void()>> job);
+bool offer_to_chunk_helper(std::function<void()> job);
 
 } // namespace openreg::native

@@ -77,7 +77,7 @@ void parallel_range(int64_t n, int64_t grain,
   };
   auto shared = std::make_shared<Shared>();
   const auto* body = &fn;
-  offer_to_chunk_helper(std::make_shared<std::function<void()>>([shared, body, run_chunks] {
+  offer_to_chunk_helper([shared, body, run_chunks] {
     int expected = Idle;
     if (!shared->state.compare_exchange_strong(expected, Running)) {
       return;
@@ -90,7 +90,7 @@ void parallel_range(int64_t n, int64_t grain,
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->state = Done;
     shared->done_cv.notify_one();
-  }));
+  });
   std::exception_ptr caller_error;
   try {
     run_chunks(*shared, fn);
