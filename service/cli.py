@@ -315,18 +315,11 @@ def gc(
 ) -> None:
     """Remove torch environments and build dirs of the cache that have not been used for a
     while (every run also does this before it provisions)."""
-    import datetime as dt
+    from workers.pipeline.cache_gc import collect_garbage_per_settings
 
-    from workers.pipeline.cache_gc import collect_garbage
-
-    settings = _settings()
-    days = settings.cache_max_age_days if max_age_days is None else max_age_days
     try:
-        report = collect_garbage(
-            settings.resolved_cache_dir,
-            max_age=dt.timedelta(days=days),
-            keep=settings.cache_keep if keep is None else keep,
-            dry_run=dry_run,
+        report = collect_garbage_per_settings(
+            _settings(), max_age_days=max_age_days, keep=keep, dry_run=dry_run
         )
     except ValueError as exc:
         _die(str(exc))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.pipeline.cache_gc import STAMP, collect_garbage
+from workers.pipeline.cache_gc import STAMP, build_dir, collect_garbage
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = 86400.0
@@ -40,7 +40,7 @@ def make_env(cache: Path, key: str, age_days: float) -> Path:
 
 
 def make_build(cache: Path, env_key: str, tree: str, age_days: float) -> Path:
-    return make_entry(cache / "builds" / "openreg" / f"{env_key[:16]}-{tree}", age_days)
+    return make_entry(build_dir(cache, "openreg", env_key, tree), age_days)
 
 
 def key(char: str) -> str:

@@ -24,8 +24,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.config import Settings
+
 STAMP = ".ootci-last-used"
 MIN_AGE = dt.timedelta(days=1)
+
+
+def build_dir(cache_dir: Path, recipe_name: str, env_key: str, source_key: str) -> Path:
+    """One build dir per (torch env, backend source). The name starts with the env key, so
+    the build dirs of a removed env can be found (:func:`_env_prefix`)."""
+    return cache_dir / "builds" / recipe_name / f"{env_key[:16]}-{source_key}"
+
+
+def _env_prefix(build: Path) -> str:
+    return build.name.split("-", 1)[0]
 
 
 def stamp(entry: Path) -> None:
@@ -124,8 +136,8 @@ def collect_garbage(
                 shutil.rmtree(env, ignore_errors=True)
 
     builds = _builds(cache_dir)
-    # Build dirs are named <env key[:16]>-<backend tree>: those of a removed env go too.
-    orphaned = {b for b in builds if any(key.startswith(b.name.split("-", 1)[0]) for key in removed_env_keys)}
+    # The build dirs of a removed env go with it.
+    orphaned = {b for b in builds if any(key.startswith(_env_prefix(b)) for key in removed_env_keys)}
     expired = {b for b, _ in _expired(builds, cutoff, keep)}
     for build in sorted(orphaned | expired):
         report.removed.append(Removed(build, "build", _size(build), _last_used(build)))
@@ -136,3 +148,23 @@ def collect_garbage(
     gone = {r.path for r in report.removed}
     report.kept = sum(1 for e in envs + builds if e not in gone)
     return report
+
+
+def collect_garbage_per_settings(
+    settings: Settings,
+    *,
+    max_age_days: int | None = None,
+    keep: int | None = None,
+    dry_run: bool = False,
+    log: Callable[[str], None] = lambda _line: None,
+) -> GcReport:
+    """:func:`collect_garbage` on the settings' cache dir, with the settings' policy unless
+    overridden."""
+    days = settings.cache_max_age_days if max_age_days is None else max_age_days
+    return collect_garbage(
+        settings.resolved_cache_dir,
+        max_age=dt.timedelta(days=days),
+        keep=settings.cache_keep if keep is None else keep,
+        dry_run=dry_run,
+        log=log,
+    )

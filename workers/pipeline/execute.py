@@ -8,7 +8,6 @@ re-claimable once its lease expires.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 import traceback
@@ -36,7 +35,8 @@ from service.runs import claim_run, renew_lease
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
-from workers.pipeline.cache_gc import collect_garbage, stamp
+from workers.pipeline.cache_gc import build_dir as cache_build_dir
+from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import parse_spec, provision
 from workers.pipeline.recipe import load_recipe
@@ -224,14 +224,8 @@ def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
 def _collect_cache_garbage(ctx: _RunContext) -> None:
     """Each worker cleans its own cache before adding to it. Never fails the run: a full
     disk shows up as a provision or build error with its own message."""
-    settings = ctx.settings
     try:
-        report = collect_garbage(
-            settings.resolved_cache_dir,
-            max_age=dt.timedelta(days=settings.cache_max_age_days),
-            keep=settings.cache_keep,
-            log=log.info,
-        )
+        report = collect_garbage_per_settings(ctx.settings, log=log.info)
     except Exception:
         log.exception("run %s: cache garbage collection failed", ctx.run_id)
         return
@@ -262,8 +256,9 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
 
 def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> Path:
     """One build dir per (torch build, backend source): reused by a rerun of the same pair."""
-    key = f"{env.env_key[:16]}-{source_key(recipe.source_dir)}"
-    return ctx.settings.resolved_cache_dir / "builds" / recipe.name / key
+    return cache_build_dir(
+        ctx.settings.resolved_cache_dir, recipe.name, env.env_key, source_key(recipe.source_dir)
+    )
 
 
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
