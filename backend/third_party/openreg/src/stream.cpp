@@ -1,5 +1,6 @@
 #include "stream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -42,7 +43,10 @@ orStream_st::Seq orStream_st::enqueue(Work work) {
 void orStream_st::wait(Seq seq) const {
   if (done(seq)) return;
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return done(seq); });
+  while (!done(seq)) {
+    wake_at_ = std::min(wake_at_, seq);
+    done_cv_.wait(lock);
+  }
 }
 
 bool orStream_st::on_worker_thread() const { return tls_worker_of == this; }
@@ -137,7 +141,10 @@ void orStream_st::run() {
     if (state_ != State::Abandoned) {
       completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
-    done_cv_.notify_all();
+    if (done(wake_at_)) {
+      wake_at_ = kNobodyWaiting;
+      done_cv_.notify_all();
+    }
   }
   exited_ = true;
   done_cv_.notify_all();

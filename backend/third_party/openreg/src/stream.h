@@ -72,6 +72,11 @@ struct orStream_st : std::enable_shared_from_this<orStream_st> {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   mutable std::condition_variable done_cv_;
+  // The lowest sequence number a wait() is blocked on (guarded by mu_): the
+  // worker wakes waiters only once that item is done, not after every item,
+  // so a host thread synchronizing on a long queue sleeps through it.
+  mutable Seq wake_at_ = kNobodyWaiting;
+  static constexpr Seq kNobodyWaiting = ~Seq{0};
   std::deque<Work> queue_;
   std::atomic<Seq> enqueued_{0};
   std::atomic<Seq> completed_{0};

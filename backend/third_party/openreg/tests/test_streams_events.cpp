@@ -221,6 +221,38 @@ OR_TEST(events_track_recorded_work) {
   CHECK_OK(orStreamDestroy(s));
 }
 
+OR_TEST(waiters_on_one_stream_each_wake_when_their_own_point_is_done) {
+  // The worker wakes blocked waiters only once the lowest point any of them
+  // waits for is done; a waiter for an earlier point must not be left asleep
+  // until a later one completes, nor a later one released early.
+  orStream_t s = nullptr;
+  CHECK_OK(orStreamCreate(&s));
+  orEvent_t early = nullptr;
+  CHECK_OK(orEventCreate(&early));
+  Latch first, second;
+  CHECK_OK(orLaunchHostFunc(s, &Latch::wait_fn, &first));
+  CHECK_OK(orEventRecord(early, s));
+  CHECK_OK(orLaunchHostFunc(s, &Latch::wait_fn, &second));
+  std::atomic<int> stream_done{0}, event_done{0};
+  std::thread stream_waiter([&] {
+    if (orStreamSynchronize(s) == orSuccess) stream_done = 1;
+  });
+  std::this_thread::sleep_for(20ms);  // let the later waiter block first
+  std::thread event_waiter([&] {
+    if (orEventSynchronize(early) == orSuccess) event_done = 1;
+  });
+  std::this_thread::sleep_for(20ms);
+  first.release();
+  CHECK(eventually(event_done));
+  CHECK_EQ(stream_done.load(), 0);
+  second.release();
+  CHECK(eventually(stream_done));
+  stream_waiter.join();
+  event_waiter.join();
+  CHECK_OK(orEventDestroy(early));
+  CHECK_OK(orStreamDestroy(s));
+}
+
 OR_TEST(stream_wait_event_orders_work_across_streams) {
   orStream_t producer = nullptr, consumer = nullptr;
   CHECK_OK(orStreamCreate(&producer));
