@@ -1,7 +1,8 @@
 #include "aten/native/ChunkHelper.h"
 
+#include "aten/native/Spin.h"
+
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -9,10 +10,6 @@
 
 namespace openreg::native {
 namespace {
-
-// Long enough to bridge the host-side gap between two queued kernels (a few
-// microseconds each), short enough that an idle device stops burning a core.
-constexpr auto kSpin = std::chrono::microseconds(50);
 
 class ChunkHelper {
  public:
@@ -31,10 +28,7 @@ class ChunkHelper {
 
   void run() {
     for (;;) {
-      const auto deadline = std::chrono::steady_clock::now() + kSpin;
-      while (!has_job_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::yield();
-      }
+      spin_until([&] { return has_job_.load(std::memory_order_acquire); });
       std::function<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);

@@ -55,18 +55,43 @@ inline float vec_expf(float x) {
   return x != x ? x : underflowed;
 }
 
-// y[j] = exp(x[j] - shift) over a contiguous row; cloned for AVX2 (picked
-// at load time) since the baseline build targets SSE2 only.
-__attribute__((target_clones("avx2", "default")))
-void exp_row(const float* x, float* y, int64_t n, float shift) {
-  for (int64_t j = 0; j < n; ++j) y[j] = vec_expf(x[j] - shift);
+// One contiguous float row of softmax (log_softmax when `log`), in separate
+// passes so that each is a simple vectorisable loop (max, exp, sum, scale).
+// Cloned for AVX-512 and AVX2 (picked at load time) since the baseline build
+// targets SSE2 only: ATen's CPU softmax runs at the machine's best width.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+  constexpr int kLanes = 16;
+  constexpr float kInf = __builtin_inff();
+  float lanes[kLanes];
+  for (float& lane : lanes) lane = -kInf;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
+  }
+  for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
+  float max = lanes[0];
+  for (float lane : lanes) max = lane > max ? lane : max;
+  // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
+  if (max == -kInf) max = 0;
+  for (j = 0; j < n; ++j) y[j] = vec_expf(x[j] - max);
+  for (float& lane : lanes) lane = 0;
+  for (j = 0; j + kLanes <= n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lanes[k] += y[j + k];
+  }
+  for (; j < n; ++j) lanes[0] += y[j];
+  float sum = 0;
+  for (float lane : lanes) sum += lane;
+  if (log) {
+    const float shift = max + __builtin_logf(sum);
+    for (j = 0; j < n; ++j) y[j] = x[j] - shift;
+  } else {
+    const float scale = 1.0f / sum;
+    for (j = 0; j < n; ++j) y[j] *= scale;
+  }
 }
 
 #pragma GCC pop_options
-
-void exp_row(const double* x, double* y, int64_t n, double shift) {
-  for (int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - shift);
-}
 
 struct SoftmaxShape {
   int64_t outer = 1, dim = 1, inner = 1;
@@ -88,31 +113,36 @@ SoftmaxShape shape_of(const Tensor& t, int64_t dim) {
 // loop is a simple vectorisable one (max, exp, sum, scale).
 template <typename T, bool kLog>
 void softmax_contiguous_row(const T* x, T* y, int64_t n) {
-  T lanes[8];
-  for (T& lane : lanes) lane = -std::numeric_limits<T>::infinity();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    for (int k = 0; k < 8; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
-  }
-  for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
-  T max = lanes[0];
-  for (T lane : lanes) max = lane > max ? lane : max;
-  // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
-  if (std::isinf(max) && max < 0) max = 0;
-  exp_row(x, y, n, max);
-  for (T& lane : lanes) lane = 0;
-  for (j = 0; j + 8 <= n; j += 8) {
-    for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
-  }
-  for (; j < n; ++j) lanes[0] += y[j];
-  T sum = 0;
-  for (T lane : lanes) sum += lane;
-  if constexpr (kLog) {
-    const T shift = max + std::log(sum);
-    for (j = 0; j < n; ++j) y[j] = x[j] - shift;
+  if constexpr (std::is_same_v<T, float>) {
+    softmax_row_f32(x, y, n, kLog);
+    return;
   } else {
-    const T scale = T(1) / sum;
-    for (j = 0; j < n; ++j) y[j] *= scale;
+    T lanes[8];
+    for (T& lane : lanes) lane = -std::numeric_limits<T>::infinity();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      for (int k = 0; k < 8; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
+    }
+    for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
+    T max = lanes[0];
+    for (T lane : lanes) max = lane > max ? lane : max;
+    // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
+    if (std::isinf(max) && max < 0) max = 0;
+    for (j = 0; j < n; ++j) y[j] = std::exp(x[j] - max);
+    for (T& lane : lanes) lane = 0;
+    for (j = 0; j + 8 <= n; j += 8) {
+      for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
+    }
+    for (; j < n; ++j) lanes[0] += y[j];
+    T sum = 0;
+    for (T lane : lanes) sum += lane;
+    if constexpr (kLog) {
+      const T shift = max + std::log(sum);
+      for (j = 0; j < n; ++j) y[j] = x[j] - shift;
+    } else {
+      const T scale = T(1) / sum;
+      for (j = 0; j < n; ++j) y[j] *= scale;
+    }
   }
 }
 
