@@ -227,6 +227,43 @@ def test_log_is_paged_and_highlights_the_asked_line(client: TestClient, engine: 
     assert client.get(f"/runs/{run_id}/steps/BAD!/log").status_code == 422
 
 
+def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
+    client: TestClient, engine: Engine, tmp_path: Path
+) -> None:
+    written = "".join(f"line {i}\n" for i in range(1, 1201)) + "compiling unit 12"  # mid-line
+    log_file = tmp_path / "build.log"
+    log_file.write_bytes(written.encode())
+    with Session(engine) as s, s.begin():
+        backend = Backend(name="live", source="/src")
+        s.add(backend)
+        s.flush()
+        run = Run(backend_id=backend.id, torch_spec="installed", state="running")
+        s.add(run)
+        s.flush()
+        s.add(Step(run_id=run.id, name="build", status="running", log_path=str(log_file)))
+        run_id = run.id
+
+    html = client.get(f"/runs/{run_id}/steps/build/log").text
+    assert "page 3 of 3" in html  # the end, where new lines arrive
+    assert 'id="L1201"' in html and "compiling unit 12" in html
+    pre = re.search(r'<pre class="log" id="log"([^>]*)>', html)
+    assert pre is not None
+    attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', pre.group(1)))
+    assert attrs == {"follow-url": f"/api/runs/{run_id}/steps/build/log",
+                     "offset": str(len(written.encode())), "last-line": "1201", "partial": "true"}
+    assert "log-live.js" in html and 'id="log-live-note"' in html
+    # An earlier page is not where lines arrive: nothing follows there.
+    assert "data-follow-url" not in client.get(f"/runs/{run_id}/steps/build/log?page=1").text
+
+    with Session(engine) as s, s.begin():
+        step = s.scalars(select(Step).where(Step.run_id == run_id)).one()
+        step.status = "passed"
+        step.store_log(written.encode() + b"\n")
+    done = client.get(f"/runs/{run_id}/steps/build/log").text
+    assert "page 1 of 3" in done
+    assert "data-follow-url" not in done and "log-live.js" not in done
+
+
 # --- breakages, tests, trends, search -------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 LINES_PER_PAGE = 500
+LAST_PAGE = 1 << 62  # paginate() clamps a page number past the end to the last page
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from sqlalchemy import select
 from starlette.responses import HTMLResponse, JSONResponse
 
 from service.api.deps import ContextDep, SessionDep
-from service.api.pages.logview import page_of_line, paginate
+from service.api.logs import LogSlice, read_log
+from service.api.pages.logview import LAST_PAGE, LogPage, page_of_line, paginate
 from service.api.params import RunId
 from service.api.templates import render
 from service.models import Breakage, Failure, RunState
@@ -134,13 +135,29 @@ def step_log(
     step = run_queries.get_step(session, run_id, name)
     if step is None:
         return _not_found(request, f"step {name!r} of run {run_id}")
+    log = read_log(step, offset=None, limit=None, tail=None)
     if page is None:
-        page = page_of_line(hl) if hl else 1
-    view = paginate(step.read_log(), page)
+        # A step still writing its log opens at its end, where the new lines arrive.
+        page = page_of_line(hl) if hl else (1 if log.complete else LAST_PAGE)
+    view = paginate(log.data, page)
     return render(request, "log.html", {
         "page_title": f"Run {run_id} · {name} log",
         "run_id": run_id,
         "step": step,
         "view": view,
         "hl": hl,
+        "follow": _follow(run_id, name, log, view),
     })
+
+
+def _follow(run_id: int, name: str, log: LogSlice, view: LogPage) -> dict[str, Any] | None:
+    """Where log-live.js picks up a log the step is still writing: the bytes after those
+    shown, and whether the last line shown is still unfinished. Only on the last page."""
+    if log.complete or view.page != view.pages:
+        return None
+    return {
+        "url": f"/api/runs/{run_id}/steps/{name}/log",
+        "offset": log.offset + len(log.data),
+        "last_line": view.first_line + len(view.lines) - 1,
+        "partial": bool(log.data) and not log.data.endswith(b"\n"),
+    }
