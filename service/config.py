@@ -59,6 +59,15 @@ class Settings(BaseSettings):
     cache_keep: int = Field(
         3, ge=0, description="The most recently used envs (and build dirs) kept whatever their age."
     )
+    infra_retries: int = Field(
+        2, ge=0, le=10,
+        description="A queued run whose attempt failed on infrastructure (pip, network, disk) "
+        "is tried again this many times by the workers before it ends errored.",
+    )
+    infra_retry_delay_s: int = Field(
+        300, ge=1, le=86400,
+        description="Wait before the first infrastructure retry; doubled for each further one.",
+    )
 
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")

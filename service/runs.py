@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import CursorResult, or_, select, update
+from sqlalchemy import CursorResult, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.models import Backend, Run, RunState, utcnow
@@ -56,7 +56,8 @@ def create_run(
 def claim_run(
     session: Session, run_id: int, worker_id: str, lease_s: int, *, now: dt.datetime | None = None
 ) -> bool:
-    """Take ownership of a queued run, or of a running one whose lease has expired.
+    """Take ownership of a queued run (once its retry time, if any, has come), or of a
+    running one whose lease has expired.
 
     Returns False when the run is finished or another worker holds a live lease: the
     caller must then do nothing (that is what makes ``acks_late`` redelivery idempotent).
@@ -67,7 +68,7 @@ def claim_run(
         .where(
             Run.id == run_id,
             or_(
-                Run.state == RunState.QUEUED,
+                (Run.state == RunState.QUEUED) & (Run.retry_at.is_(None) | (Run.retry_at <= now)),
                 (Run.state == RunState.RUNNING) & (Run.lease_expires_at < now),
             ),
         )
@@ -77,6 +78,7 @@ def claim_run(
             lease_expires_at=now + dt.timedelta(seconds=lease_s),
             started_at=now,
             attempts=Run.attempts + 1,
+            retry_at=None,
         )
         .execution_options(synchronize_session=False)
     )
@@ -99,14 +101,35 @@ def renew_lease(session: Session, run_id: int, worker_id: str, lease_s: int) -> 
     return bool(result.rowcount)
 
 
+def retry_delay_s(attempt: int, first_delay_s: int) -> int:
+    """Backoff before the retry that follows failed attempt ``attempt`` (1-based): doubled
+    each time, at most a day."""
+    return int(min(first_delay_s * 2 ** (attempt - 1), 86400))
+
+
+def requeue_for_retry(
+    session: Session, run: Run, *, delay_s: int, error: str, now: dt.datetime | None = None
+) -> None:
+    """Hand a running run back to the queue after an attempt failed on infrastructure. No
+    worker claims it for ``delay_s``; its error says why it waits, until an attempt ends it."""
+    now = now or utcnow()
+    run.transition(RunState.QUEUED, now=now)
+    run.claimed_by = None
+    run.lease_expires_at = None
+    run.retry_at = now + dt.timedelta(seconds=delay_s)
+    run.error = error[:4000]
+
+
 def stale_run_ids(session: Session, *, queued_older_than_s: int, now: dt.datetime | None = None) -> list[int]:
-    """Runs to re-dispatch: queued for too long (lost message) or running with a dead lease."""
+    """Runs to re-dispatch: queued for too long (lost message; a run waiting to be retried
+    counts from its retry time) or running with a dead lease."""
     now = now or utcnow()
     cutoff = now - dt.timedelta(seconds=queued_older_than_s)
     rows = session.scalars(
         select(Run.id).where(
             or_(
-                (Run.state == RunState.QUEUED) & (Run.created_at < cutoff),
+                (Run.state == RunState.QUEUED)
+                & (func.coalesce(Run.retry_at, Run.created_at) < cutoff),
                 (Run.state == RunState.RUNNING) & (Run.lease_expires_at < now),
             )
         )

@@ -24,23 +24,22 @@ from service.queries.pins import newest_green_builds
 from service.runs import create_run, stale_run_ids
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
-from workers.pipeline.types import PipelineError
 from workers.schedule import QUEUED_STALE_AFTER_S
 
 log = logging.getLogger(__name__)
 
 NIGHTLY = "nightly"
-MAX_INFRA_RETRIES = 3
+MAX_DB_RETRIES = 3
+# A ceiling on redeliveries of one run's task whatever the reason, so that no clock skew
+# can make a message chase a retry time forever; the sweeper picks such a run up later.
+MAX_REDELIVERIES = 50
 
-
-class InfraFailure(Exception):
-    """An infrastructure failure worth retrying later (network, disk, pip)."""
-
-
-# Retried with backoff: the environment's fault, likely to pass. A database that cannot be
-# reached leaves the run queued (or leased: then the lease and the sweeper bring it back).
-# Anything else is recorded on the run by execute_run and not retried.
-RETRYABLE = (InfraFailure, OperationalError)
+# A database that cannot be reached is retried with backoff and leaves the run queued (or
+# leased: then the lease and the sweeper bring it back). Infrastructure failures inside
+# the pipeline (pip, network, disk) are retried too, with the budget and backoff kept on
+# the run itself (settings.infra_retries, runs.retry_at) so that they survive a worker
+# restart. Anything else is recorded on the run by execute_run and not retried.
+RETRYABLE = (OperationalError,)
 
 
 def _engine() -> Engine:
@@ -51,23 +50,36 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _retry_countdown(run_id: int) -> float | None:
+    """Seconds until a run that waits to be retried may be claimed; None if it does not wait."""
+    with Session(_engine()) as s:
+        row = s.execute(select(Run.state, Run.retry_at).where(Run.id == run_id)).one_or_none()
+    if row is None or row.state != RunState.QUEUED or row.retry_at is None:
+        return None
+    retry_at: dt.datetime = row.retry_at
+    return max(0.0, (retry_at - dt.datetime.now(dt.UTC)).total_seconds())
+
+
 @app.task(  # type: ignore[untyped-decorator]
     name="ootci.run.execute",
     bind=True,
     autoretry_for=RETRYABLE,
-    max_retries=MAX_INFRA_RETRIES,
+    max_retries=MAX_DB_RETRIES,
     retry_backoff=60,
     retry_backoff_max=1800,
     retry_jitter=True,
 )
 def execute(self: Task, run_id: int) -> str | None:
     """Run it if it is ours to run. None = finished already, or a live worker has it."""
-    try:
-        state = execute_run(_engine(), get_settings(), run_id, worker_id())
-    except PipelineError as exc:
-        if exc.kind == "infra":
-            raise InfraFailure(str(exc)) from exc
-        raise
+    state = execute_run(_engine(), get_settings(), run_id, worker_id(), retry_infra=True)
+    if state in (RunState.QUEUED, None):
+        # Requeued after an infrastructure failure (or this message came early): deliver
+        # it again once the backoff has passed. The run's own budget bounds the retries,
+        # not Celery's count.
+        countdown = _retry_countdown(run_id)
+        if countdown is not None:
+            log.warning("run %s: waiting %.0f s to retry after an infra failure", run_id, countdown)
+            raise self.retry(countdown=countdown + 1, max_retries=MAX_REDELIVERIES)
     log.info("run %s: %s", run_id, state or "not claimable (finished or leased)")
     return state
 

@@ -108,6 +108,7 @@ def get_run(session: SessionDep, run_id: RunId) -> RunDetail:
         **base.model_dump(),
         claimed_by=run.claimed_by,
         lease_expires_at=run.lease_expires_at,
+        retry_at=run.retry_at,
         error=run.error,
         verdict_reason=run.verdict_reason,
         duration_s=run.duration_s,

@@ -92,6 +92,9 @@ class FailureOut(_Orm):
 class RunDetail(RunSummary):
     claimed_by: str | None
     lease_expires_at: dt.datetime | None
+    retry_at: dt.datetime | None = Field(
+        description="Queued again after an infrastructure failure: not retried before this"
+    )
     error: str | None
     verdict_reason: str | None
     duration_s: float | None

@@ -104,6 +104,9 @@ class Run(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[dt.datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Set when an attempt failed on infrastructure and the run went back to the queue:
+    # no worker claims it before then (the backoff), and the sweeper counts from then.
+    retry_at: Mapped[dt.datetime | None]
     error: Mapped[str | None] = mapped_column(Text)
     # Triage verdict of the whole run (filled after classification).
     verdict: Mapped[str | None] = mapped_column(String(16))

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -333,3 +335,62 @@ def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> 
     steps_before = [s["id"] for s in final["steps"]]
     time.sleep(2)
     assert [s["id"] for s in stack.run(run_id)["steps"]] == steps_before
+
+
+class _DownIndex(http.server.BaseHTTPRequestHandler):
+    """A package index that is down: every request gets 503, and its time is noted."""
+
+    hits: list[float] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        type(self).hits.append(time.monotonic())
+        self.send_response(503, "Service Unavailable")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+def test_an_infra_failure_is_retried_with_backoff_then_ends_errored(stack: Stack) -> None:
+    _DownIndex.hits = []
+    index = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DownIndex)
+    threading.Thread(target=index.serve_forever, daemon=True).start()
+    try:
+        stack.env.update({
+            "OOTCI_NIGHTLY_INDEX_URL": f"http://127.0.0.1:{index.server_address[1]}/simple",
+            "OOTCI_INFRA_RETRIES": "2",
+            "OOTCI_INFRA_RETRY_DELAY_S": "2",
+        })
+        resp = httpx.post(
+            f"{stack.api}/api/runs",
+            json={"backend": "pyonly", "torch": "nightly"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        assert resp.status_code == 202, resp.text
+        run_id = resp.json()["run_id"]
+        stack.start_worker("w1")
+
+        waiting = wait_until(
+            lambda: (r := stack.run(run_id))["retry_at"] and r["state"] == "queued" and r,
+            60, f"run {run_id} to be requeued after its first attempt\n{stack.tail()}",
+            every=0.1,
+        )
+        assert waiting["attempts"] == 1
+        assert waiting["error"].startswith("infra error on attempt 1 of 3, retrying in 2 s:")
+        assert "package index unreachable" in waiting["error"] or "HTTP 503" in waiting["error"]
+        final = wait_until(
+            lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
+            90, f"run {run_id} to use up its retries\n{stack.tail()}",
+        )
+    finally:
+        index.shutdown()
+    assert final["state"] == "errored" and final["verdict"] == "infra", final
+    assert final["attempts"] == 3 and final["retry_at"] is None
+    assert final["error"].startswith("infra error on the last of 3 attempts:")
+    # One index request per attempt, each after its backoff (2 s, then 4 s).
+    hits = _DownIndex.hits
+    assert len(hits) == 3, hits
+    assert hits[1] - hits[0] >= 2 and hits[2] - hits[1] >= 4
+    # Only the last attempt's steps remain: each attempt starts over.
+    assert [s["name"] for s in final["steps"]] == ["provision"]

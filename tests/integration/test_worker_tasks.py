@@ -221,7 +221,7 @@ def test_execute_task_retries_when_the_database_is_unreachable(
 ) -> None:
     from celery.signals import task_retry
 
-    from workers.tasks import MAX_INFRA_RETRIES, execute
+    from workers.tasks import MAX_DB_RETRIES, execute
 
     monkeypatch.setenv("OOTCI_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:1/none")
     retries: list[object] = []
@@ -236,4 +236,4 @@ def test_execute_task_retries_when_the_database_is_unreachable(
         task_retry.disconnect(on_retry)
     assert result.state == "FAILURE"
     assert "connection" in str(result.result).lower()
-    assert len(retries) == MAX_INFRA_RETRIES
+    assert len(retries) == MAX_DB_RETRIES

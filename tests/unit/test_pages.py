@@ -264,6 +264,27 @@ def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
     assert "data-follow-url" not in done and "log-live.js" not in done
 
 
+def test_a_run_waiting_to_be_retried_says_when(client: TestClient, engine: Engine) -> None:
+    retry_at = dt.datetime(2026, 11, 26, 4, 30, tzinfo=dt.UTC)
+    with Session(engine) as s, s.begin():
+        backend = Backend(name="retry", source="/src")
+        s.add(backend)
+        s.flush()
+        run = Run(backend_id=backend.id, torch_spec="nightly", state="queued", attempts=1,
+                  retry_at=retry_at, error="infra error on attempt 1 of 3, retrying in 300 s: x")
+        s.add(run)
+        s.flush()
+        run_id = run.id
+    html = client.get(f"/runs/{run_id}").text
+    assert re.search(r"<dt>Attempts</dt><dd>1 · <span id=\"retry-at\">retried after an "
+                     r"infrastructure failure, not before 2026-11-26 04:30 UTC</span>", html)
+    assert "infra error on attempt 1 of 3" in html
+    with Session(engine) as s, s.begin():
+        done = s.get_one(Run, run_id)
+        done.state, done.retry_at, done.attempts = "errored", None, 3
+    assert "<dt>Attempts</dt><dd>3</dd>" in client.get(f"/runs/{run_id}").text
+
+
 # --- breakages, tests, trends, search -------------------------------------------------------
 
 

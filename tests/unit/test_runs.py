@@ -9,7 +9,15 @@ from sqlalchemy import Engine
 
 from service.db import session_scope
 from service.models import IllegalTransition, Run, RunState, utcnow
-from service.runs import claim_run, create_run, get_or_create_backend, renew_lease, stale_run_ids
+from service.runs import (
+    claim_run,
+    create_run,
+    get_or_create_backend,
+    renew_lease,
+    requeue_for_retry,
+    retry_delay_s,
+    stale_run_ids,
+)
 
 
 def _queued(engine: Engine) -> int:
@@ -56,3 +64,28 @@ def test_finished_runs_are_never_claimed_again(engine: Engine) -> None:
         assert run.state == RunState.PASSED and run.finished_at is not None
         with pytest.raises(IllegalTransition):
             run.transition(RunState.RUNNING)
+
+
+def test_a_run_requeued_for_retry_is_not_claimed_or_swept_before_its_time(engine: Engine) -> None:
+    run_id = _queued(engine)
+    t0 = utcnow()
+    with session_scope(engine) as s:
+        assert claim_run(s, run_id, "w1", lease_s=600, now=t0)
+        requeue_for_retry(s, s.get_one(Run, run_id), delay_s=300, error="infra error: pip", now=t0)
+    with session_scope(engine) as s:
+        run = s.get_one(Run, run_id)
+        assert (run.state, run.claimed_by, run.lease_expires_at) == (RunState.QUEUED, None, None)
+        assert run.error == "infra error: pip"
+        assert not claim_run(s, run_id, "w2", lease_s=600, now=t0 + dt.timedelta(seconds=299))
+        # The sweeper counts a waiting run's age from its retry time, not its creation.
+        assert run_id not in stale_run_ids(s, queued_older_than_s=60, now=t0 + dt.timedelta(seconds=330))
+        assert run_id in stale_run_ids(s, queued_older_than_s=60, now=t0 + dt.timedelta(seconds=361))
+    with session_scope(engine) as s:
+        assert claim_run(s, run_id, "w2", lease_s=600, now=t0 + dt.timedelta(seconds=300))
+        run = s.get_one(Run, run_id)
+        assert (run.attempts, run.retry_at, run.claimed_by) == (2, None, "w2")
+
+
+def test_retry_delays_double_up_to_a_day() -> None:
+    assert [retry_delay_s(n, 300) for n in (1, 2, 3)] == [300, 600, 1200]
+    assert retry_delay_s(20, 300) == 86400

@@ -31,7 +31,7 @@ from service.models import (
     TestResult,
     utcnow,
 )
-from service.runs import claim_run, renew_lease
+from service.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
@@ -165,11 +165,17 @@ def execute_run(
     worker_id: str,
     *,
     on_event: EventSink | None = None,
+    retry_infra: bool = False,
 ) -> str | None:
     """Execute a queued run. Returns the final state, or None when the run was not ours to
-    take (already finished, or leased by another live worker). Pipeline failures are
-    recorded on the run, never raised: the run ends ``failed`` (the backend or upstream
-    broke) or ``errored`` (bad input or infrastructure)."""
+    take (already finished, leased by another live worker, or waiting for its retry time).
+    Pipeline failures are recorded on the run, never raised: the run ends ``failed`` (the
+    backend or upstream broke) or ``errored`` (bad input or infrastructure).
+
+    With ``retry_infra`` (the workers), an attempt that failed on infrastructure while
+    ``settings.infra_retries`` allows another puts the run back in the queue with a backoff
+    (``runs.retry_at``) and returns ``queued``: the caller schedules the retry. An
+    interactive ``ootci run`` reports the failure at once instead."""
     with session_scope(engine) as s:
         if not claim_run(s, run_id, worker_id, settings.run_lease_s):
             return None
@@ -188,7 +194,13 @@ def execute_run(
         log.warning("run %s: lease lost to another worker; stopping", run_id)
         return None
     except PipelineError as exc:
-        state = _finish(ctx, RunState.ERRORED, error=f"{exc.kind} error: {exc}")
+        error = f"{exc.kind} error: {exc}"
+        if retry_infra and exc.kind == "infra":
+            if _requeue_for_retry(ctx, exc):
+                ctx.on_event(RunEvent(run_id, "done", "", RunState.QUEUED.value))
+                return RunState.QUEUED.value
+            error = f"infra error on the last of {1 + settings.infra_retries} attempts: {exc}"
+        state = _finish(ctx, RunState.ERRORED, error=error)
     except Exception as exc:
         log.exception("run %s: internal error", run_id)
         state = _finish(ctx, RunState.ERRORED, error=f"internal error: {exc!r}")
@@ -298,6 +310,23 @@ def _test_step(
                 for r in result.results
             )
     return result
+
+
+def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:
+    """Back to the queue if the retry budget allows another attempt (and the run is still
+    ours); its failed steps stay visible until the next attempt starts over."""
+    with session_scope(ctx.engine) as s:
+        run = s.get_one(Run, ctx.run_id)
+        budget = 1 + ctx.settings.infra_retries
+        if run.attempts >= budget or run.claimed_by != ctx.worker_id:
+            return False
+        delay = retry_delay_s(run.attempts, ctx.settings.infra_retry_delay_s)
+        requeue_for_retry(
+            s, run, delay_s=delay,
+            error=f"infra error on attempt {run.attempts} of {budget}, retrying in {delay} s: {exc}",
+        )
+    log.warning("run %s: infra error, retrying in %s s: %s", ctx.run_id, delay, exc)
+    return True
 
 
 def _finish(ctx: _RunContext, state: RunState, *, error: str) -> RunState:
