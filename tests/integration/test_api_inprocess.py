@@ -17,28 +17,18 @@ from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
 from service.runs import get_or_create_backend
+from tests.integration.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 SECRET = "in-process"
 
-RECIPE = """\
-[backend]
-name = "pyonly"
-
-[build]
-command = ["{python}", "-c", "print('nothing to compile')"]
-
-[test]
-command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
-"""
 
 
 def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> None:
-    backend = tmp_path / "pyonly"
-    (backend / "tests").mkdir(parents=True)
-    (backend / "ootci.toml").write_text(RECIPE)
-    (backend / "tests" / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    backend = write_pyonly_backend(
+        tmp_path / "pyonly", {"test_ok.py": "def test_ok():\n    assert True\n"}
+    )
     settings = Settings(
         home=tmp_path / "home",
         webhook_secret=SECRET,

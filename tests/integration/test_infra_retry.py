@@ -15,18 +15,8 @@ from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, Step
 from service.runs import create_run, get_or_create_backend
+from tests.integration.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
-
-RECIPE = """\
-[backend]
-name = "pyonly"
-
-[build]
-command = ["{python}", "-c", "print('nothing to compile')"]
-
-[test]
-command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
-"""
 
 
 def _closed_port() -> int:
@@ -36,9 +26,7 @@ def _closed_port() -> int:
 
 
 def _setup(engine: Engine, tmp_path: Path, retries: int) -> tuple[Settings, int]:
-    backend = tmp_path / "pyonly"
-    (backend / "tests").mkdir(parents=True)
-    (backend / "ootci.toml").write_text(RECIPE)
+    backend = write_pyonly_backend(tmp_path / "pyonly")
     settings = Settings(
         home=tmp_path / "home",
         database_url=str(engine.url),

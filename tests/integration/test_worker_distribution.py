@@ -35,6 +35,7 @@ from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Run, TestResult
 from service.runs import get_or_create_backend
+from tests.integration.pyonly import write_pyonly_backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -45,17 +46,6 @@ SECRET = "integration-secret"
 TOKEN = "integration-token"
 LEASE_S = 60  # the smallest lease settings accept: the kill test waits this long once
 
-RECIPE = """\
-[backend]
-name = "pyonly"
-
-[build]
-command = ["{python}", "-c", "print('nothing to compile')"]
-
-[test]
-command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
-timeout_per_test = 300
-"""
 
 SUITE = """\
 import os
@@ -139,6 +129,17 @@ class Stack:
         self.procs.append(proc)
         return proc
 
+    def trigger(self, torch: str) -> int:
+        """Queue a run of the backend through the API, as a client would."""
+        resp = httpx.post(
+            f"{self.api}/api/runs",
+            json={"backend": "pyonly", "torch": torch},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        assert resp.status_code == 202, resp.text
+        return int(resp.json()["run_id"])
+
     def run(self, run_id: int) -> dict[str, Any]:
         resp = httpx.get(f"{self.api}/api/runs/{run_id}", timeout=10)
         resp.raise_for_status()
@@ -178,10 +179,7 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
 
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)
-    backend_dir = tmp_path / "pyonly"
-    (backend_dir / "tests").mkdir(parents=True)
-    (backend_dir / "ootci.toml").write_text(RECIPE)
-    (backend_dir / "tests" / "test_suite.py").write_text(SUITE)
+    backend_dir = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": SUITE})
     with session_scope(engine) as s:
         get_or_create_backend(s, "pyonly", str(backend_dir))
     engine.dispose()
@@ -289,14 +287,7 @@ def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(stack:
 
 
 def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> None:
-    resp = httpx.post(
-        f"{stack.api}/api/runs",
-        json={"backend": "pyonly", "torch": "installed"},
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=10,
-    )
-    assert resp.status_code == 202, resp.text
-    run_id = resp.json()["run_id"]
+    run_id = stack.trigger("installed")
     first = stack.start_worker("doomed")
 
     def in_test_step() -> bool:
@@ -361,14 +352,7 @@ def test_an_infra_failure_is_retried_with_backoff_then_ends_errored(stack: Stack
             "OOTCI_INFRA_RETRIES": "2",
             "OOTCI_INFRA_RETRY_DELAY_S": "2",
         })
-        resp = httpx.post(
-            f"{stack.api}/api/runs",
-            json={"backend": "pyonly", "torch": "nightly"},
-            headers={"Authorization": f"Bearer {TOKEN}"},
-            timeout=10,
-        )
-        assert resp.status_code == 202, resp.text
-        run_id = resp.json()["run_id"]
+        run_id = stack.trigger("nightly")
         stack.start_worker("w1")
 
         waiting = wait_until(

@@ -6,6 +6,7 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -198,14 +199,20 @@ def test_status_json_reports_steps(seeded: TestClient, engine: Engine) -> None:
     assert seeded.get("/runs/999999/status.json").status_code == 404
 
 
+def _add_run(s: Session, backend_name: str, **fields: Any) -> Run:
+    """A run of a new backend, flushed so that it has its id."""
+    backend = Backend(name=backend_name, source="/src")
+    s.add(backend)
+    s.flush()
+    run = Run(backend_id=backend.id, **fields)
+    s.add(run)
+    s.flush()
+    return run
+
+
 def _run_with_log(engine: Engine, lines: int) -> int:
     with Session(engine) as s, s.begin():
-        backend = Backend(name="logs", source="/src")
-        s.add(backend)
-        s.flush()
-        run = Run(backend_id=backend.id, torch_spec="installed", state="failed")
-        s.add(run)
-        s.flush()
+        run = _add_run(s, "logs", torch_spec="installed", state="failed")
         step = Step(run_id=run.id, name="build", status="failed")
         step.store_log("".join(f"line {i}\n" for i in range(1, lines + 1)).encode())
         s.add(step)
@@ -234,12 +241,7 @@ def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
     log_file = tmp_path / "build.log"
     log_file.write_bytes(written.encode())
     with Session(engine) as s, s.begin():
-        backend = Backend(name="live", source="/src")
-        s.add(backend)
-        s.flush()
-        run = Run(backend_id=backend.id, torch_spec="installed", state="running")
-        s.add(run)
-        s.flush()
+        run = _add_run(s, "live", torch_spec="installed", state="running")
         s.add(Step(run_id=run.id, name="build", status="running", log_path=str(log_file)))
         run_id = run.id
 
@@ -267,14 +269,10 @@ def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
 def test_a_run_waiting_to_be_retried_says_when(client: TestClient, engine: Engine) -> None:
     retry_at = dt.datetime(2026, 11, 26, 4, 30, tzinfo=dt.UTC)
     with Session(engine) as s, s.begin():
-        backend = Backend(name="retry", source="/src")
-        s.add(backend)
-        s.flush()
-        run = Run(backend_id=backend.id, torch_spec="nightly", state="queued", attempts=1,
-                  retry_at=retry_at, error="infra error on attempt 1 of 3, retrying in 300 s: x")
-        s.add(run)
-        s.flush()
-        run_id = run.id
+        run_id = _add_run(
+            s, "retry", torch_spec="nightly", state="queued", attempts=1, retry_at=retry_at,
+            error="infra error on attempt 1 of 3, retrying in 300 s: x",
+        ).id
     html = client.get(f"/runs/{run_id}").text
     assert re.search(r"<dt>Attempts</dt><dd>1 · <span id=\"retry-at\">retried after an "
                      r"infrastructure failure, not before 2026-11-26 04:30 UTC</span>", html)
