@@ -131,3 +131,39 @@ def test_pinned_host_memory(device):
     assert q.is_pinned()
     assert torch.equal(q, torch.arange(10.0))
     assert not torch.arange(3.0).is_pinned()
+
+
+def test_pinned_host_allocator_counts_blocks_in_use_and_held(device):
+    # Names and meanings as torch >= 2.10's at::HostStats on every release (2.9 keeps
+    # them under other names: csrc/runtime/OpenRegHostAllocator.cpp maps them).
+    torch.openreg.host_empty_cache()
+    torch.openreg.reset_peak_host_memory_stats()
+    before = torch.openreg.host_memory_stats()
+    assert set(before) == {f"{stat}.{kind}"
+                           for stat in ("active_requests", "active_bytes", "allocations",
+                                        "allocated_bytes")
+                           for kind in ("current", "peak", "allocated", "freed")}
+    nbytes = 3 << 20
+    p = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+    held = torch.openreg.host_memory_stats()
+    assert held["active_requests.current"] == before["active_requests.current"] + 1
+    assert held["active_bytes.current"] - before["active_bytes.current"] >= nbytes
+    assert held["allocations.current"] == before["allocations.current"] + 1  # cache was empty
+    assert held["allocated_bytes.current"] - before["allocated_bytes.current"] >= nbytes
+
+    del p  # back to the cache: no longer in use, still held
+    cached = torch.openreg.host_memory_stats()
+    assert cached["active_requests.current"] == before["active_requests.current"]
+    assert cached["active_bytes.current"] == before["active_bytes.current"]
+    assert cached["allocations.current"] == held["allocations.current"]
+    assert cached["active_bytes.peak"] >= nbytes
+
+    again = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)  # served from the cache
+    assert torch.openreg.host_memory_stats()["allocations.allocated"] == held["allocations.allocated"]
+    del again
+    torch.openreg.host_empty_cache()
+    torch.openreg.reset_peak_host_memory_stats()
+    empty = torch.openreg.host_memory_stats()
+    assert empty["allocations.current"] == before["allocations.current"]
+    assert empty["allocated_bytes.current"] == before["allocated_bytes.current"]
+    assert empty["active_bytes.peak"] == empty["active_bytes.current"]

@@ -1,6 +1,8 @@
 #include "runtime/OpenRegHostAllocator.h"
 
 #include <map>
+#include <string>
+#include <utility>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -44,12 +46,14 @@ auto& allocations(at::HostStats& s) { return s.segment; }
 auto& allocated_bytes(at::HostStats& s) { return s.reserved_bytes; }
 #endif
 
-// The four counters this allocator keeps, so resets cannot miss one.
+// The four counters this allocator keeps, with their 2.10 names, so that
+// resets and reports cannot miss one.
 template <typename F>
 void for_each(at::HostStats& s, F&& fn) {
-  for (auto* stat : {&active_requests(s), &active_bytes(s), &allocations(s), &allocated_bytes(s)}) {
-    fn(*stat);
-  }
+  fn("active_requests", active_requests(s));
+  fn("active_bytes", active_bytes(s));
+  fn("allocations", allocations(s));
+  fn("allocated_bytes", allocated_bytes(s));
 }
 } // namespace host_stats
 
@@ -126,12 +130,12 @@ class OpenRegHostAllocator final : public at::HostAllocator {
 
   void reset_accumulated_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    host_stats::for_each(stats_, [](auto& stat) { stat.reset_accumulated(); });
+    host_stats::for_each(stats_, [](const char*, auto& stat) { stat.reset_accumulated(); });
   }
 
   void reset_peak_stats() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    host_stats::for_each(stats_, [](auto& stat) { stat.reset_peak(); });
+    host_stats::for_each(stats_, [](const char*, auto& stat) { stat.reset_peak(); });
   }
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -189,6 +193,27 @@ c10::Allocator* host_allocator() {
 
 bool host_record_stream(const void* ptr, void* ctx, c10::Stream stream) {
   return instance().record_event(const_cast<void*>(ptr), ctx, stream);
+}
+
+std::vector<std::pair<std::string, int64_t>> host_memory_stats() {
+  at::HostStats stats = instance().get_stats();
+  std::vector<std::pair<std::string, int64_t>> flat;
+  host_stats::for_each(stats, [&](const char* name, const auto& stat) {
+    const std::string prefix = std::string(name) + ".";
+    flat.emplace_back(prefix + "current", stat.current);
+    flat.emplace_back(prefix + "peak", stat.peak);
+    flat.emplace_back(prefix + "allocated", stat.allocated);
+    flat.emplace_back(prefix + "freed", stat.freed);
+  });
+  return flat;
+}
+
+void reset_peak_host_memory_stats() {
+  instance().reset_peak_stats();
+}
+
+void host_empty_cache() {
+  instance().empty_cache();
 }
 
 REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &instance())

@@ -129,6 +129,18 @@ void init_bindings(py::module_& m) {
   m.def("_reset_accumulated_memory_stats", [](c10::DeviceIndex d) {
     openreg::device_allocator().resetAccumulatedStats(resolve(d));
   });
+  m.def("_host_memory_stats", [] {
+    py::dict out;
+    for (const auto& [name, value] : openreg::host_memory_stats()) {
+      out[py::str(name)] = value;
+    }
+    return out;
+  });
+  m.def("_reset_peak_host_memory_stats", [] { openreg::reset_peak_host_memory_stats(); });
+  m.def("_host_empty_cache", [] {
+    py::gil_scoped_release no_gil;
+    openreg::host_empty_cache();
+  });
   m.def("_empty_cache", [] {
     py::gil_scoped_release no_gil;
     openreg::device_allocator().emptyCache();

@@ -109,6 +109,8 @@ def _is_compiled() -> bool:
 
 from torch_openreg.openreg.memory import (  # noqa: E402
     empty_cache,
+    host_empty_cache,
+    host_memory_stats,
     max_memory_allocated,
     max_memory_reserved,
     mem_get_info,
@@ -116,6 +118,7 @@ from torch_openreg.openreg.memory import (  # noqa: E402
     memory_reserved,
     memory_stats,
     reset_accumulated_memory_stats,
+    reset_peak_host_memory_stats,
     reset_peak_memory_stats,
 )
 from torch_openreg.openreg.random import (  # noqa: E402
@@ -147,10 +150,12 @@ if importlib.util.find_spec("torch_openreg.openreg.amp") is not None:
 __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",
     "default_generators", "default_stream", "device", "device_count", "empty_cache",
-    "get_device_name", "get_rng_state", "get_rng_state_all", "initial_seed", "is_available",
+    "get_device_name", "get_rng_state", "get_rng_state_all", "host_empty_cache",
+    "host_memory_stats", "initial_seed", "is_available",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
-    "memory_stats", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
+    "memory_stats", "reset_accumulated_memory_stats", "reset_peak_host_memory_stats",
+    "reset_peak_memory_stats", "seed",
     "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "synchronize",
 ]

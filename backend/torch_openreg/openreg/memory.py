@@ -50,3 +50,20 @@ def empty_cache() -> None:
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     """(free, total) bytes of the device arena, as reported by the runtime."""
     return tuple(_C._mem_get_info(_index(device)))  # type: ignore[return-value]
+
+
+def host_memory_stats() -> dict[str, int]:
+    """The pinned host allocator's counters, as torch.cuda.host_memory_stats: flat, sorted
+    "<stat>.<current|peak|allocated|freed>" for active_requests / active_bytes (blocks
+    handed out) and allocations / allocated_bytes (blocks held, in use or cached). The
+    names are torch 2.10's on every supported release."""
+    return dict(sorted(_C._host_memory_stats().items()))
+
+
+def reset_peak_host_memory_stats() -> None:
+    _C._reset_peak_host_memory_stats()
+
+
+def host_empty_cache() -> None:
+    """Return every cached, unused pinned block to the runtime."""
+    _C._host_empty_cache()
