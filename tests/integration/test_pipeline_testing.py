@@ -128,6 +128,18 @@ def test_crashes_cost_one_result_each(installed: TorchEnv, tmp_path: Path) -> No
     assert len(started) == 6 and len(finished) == 4
 
 
+def test_only_runs_the_named_tests_through_a_crash(installed: TorchEnv, tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path, {"test_crashy.py": CRASHY, "test_later.py": "def test_later():\n    pass\n"}
+    )
+    result = run(suite, installed, tmp_path, rerun_failures=False, only=[
+        "tests/test_crashy.py::test_2_segfaults", "tests/test_crashy.py::test_5_passes",
+    ])
+    # The restart after the segfault stays limited to what was asked.
+    assert outcomes(result) == {"test_2_segfaults": "crashed", "test_5_passes": "passed"}
+    assert result.step.summary == "1 passed, 1 crashed"
+
+
 @pytest.mark.slow
 def test_hang_holding_the_gil_is_killed_by_the_watchdog(
     installed: TorchEnv, tmp_path: Path

@@ -17,6 +17,8 @@ from service.db import session_scope
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
 from service.runs import create_run, get_or_create_backend, stale_run_ids
+from tests.integration.pyonly import write_pyonly_backend
+from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
 from workers.tasks import nightly_specs, plan_nightly, plan_rerun
 
@@ -101,6 +103,34 @@ def test_rerun_creates_one_pending_run_with_the_failed_tests(
             "tests/test_a.py::test_bad",
             "tests/test_b.py::test_boom",
         ]
+
+
+def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path) -> None:
+    suite = (
+        "import os\n"
+        "def test_ok():\n    pass\n"
+        "def test_other_ok():\n    pass\n"
+        "def test_fixed_later():\n    assert os.path.exists(os.environ['FIXED_MARK'])\n"
+    )
+    source = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": suite})
+    settings = Settings(home=tmp_path / "home", database_url=str(engine.url))
+    with session_scope(engine) as s:
+        first_id = create_run(
+            s, get_or_create_backend(s, "pyonly", str(source)), "installed", trigger="nightly"
+        ).id
+    mark = tmp_path / "fixed"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FIXED_MARK", str(mark))
+        assert execute_run(engine, settings, first_id, "w") == RunState.FAILED
+        with session_scope(engine) as s:
+            rerun_id = plan_rerun(s, first_id)
+        assert rerun_id is not None
+        mark.touch()
+        assert execute_run(engine, settings, rerun_id, "w") == RunState.PASSED
+    with Session(engine) as s:
+        results = s.scalars(select(TestResult).where(TestResult.run_id == rerun_id)).all()
+        assert [(r.nodeid, r.outcome) for r in results] == [
+            ("tests/test_suite.py::test_fixed_later", "passed")]
 
 
 def test_pin_report_picks_the_newest_green_build_per_backend(

@@ -88,6 +88,7 @@ class _RunContext:
         self.on_event = on_event
         self.run_dir = settings.resolved_work_dir / "runs" / str(run_id)
         self._last_renew = time.monotonic()
+        self.only_tests: list[str] | None = None  # a rerun's failed tests; None = all
 
     def renew(self) -> None:
         """Keep the lease alive while a long step runs (throttled)."""
@@ -186,8 +187,10 @@ def execute_run(
                 s.execute(delete(model).where(model.run_id == run_id))
         backend = s.get_one(Backend, run.backend_id)
         spec_text, source = run.torch_spec, backend.source
+        only_tests = _tests_to_rerun(run)
 
     ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore)
+    ctx.only_tests = only_tests
     try:
         state = _pipeline(ctx, spec_text, Path(source))
     except _Lost:
@@ -294,6 +297,7 @@ def _test_step(
             per_test_timeout_s=ctx.settings.test_timeout_s,
             rerun_failures=ctx.settings.rerun_failed_tests,
             build_dir=build_dir,
+            only=ctx.only_tests,
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
@@ -310,6 +314,17 @@ def _test_step(
                 for r in result.results
             )
     return result
+
+
+def _tests_to_rerun(run: Run) -> list[str] | None:
+    """The failed tests a rerun repeats (``ootci.classify.rerun``); None runs the whole
+    suite: any other run, or a rerun of a run whose failures were no single test (a
+    build, an import of torch, pytest dying while collecting: "<...>" records)."""
+    if run.trigger != "rerun":
+        return None
+    tests = run.trigger_info.get("failed_tests")
+    real = [str(t) for t in tests if not str(t).startswith("<")] if isinstance(tests, list) else []
+    return real or None
 
 
 def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:

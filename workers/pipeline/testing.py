@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,8 +213,10 @@ class _Runner:
         per_test_s: int,
         timeout_args: list[str],
         build_dir: Path | None,
+        only: list[str] | None = None,
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
+        self.only = only  # node ids every run is limited to; None = the whole suite
         self.per_test_s = per_test_s
         self.timeout_args = timeout_args
         self.build_dir = build_dir
@@ -294,8 +296,12 @@ def run_tests(
     per_test_timeout_s: int,
     rerun_failures: bool = True,
     build_dir: Path | None = None,
+    only: Sequence[str] | None = None,
 ) -> TestRunOutcome:
     """Run the backend's suite; see the module docstring.
+
+    ``only``, when non-empty, limits every pytest process to those node ids (a rerun of
+    a run's failed tests); the crash isolation and the rerun of failures work as usual.
 
     The per-test limit is the smaller of the recipe's ``timeout_per_test`` and
     ``per_test_timeout_s`` (the operator's cap). ``build_dir``, when given, is exported as
@@ -322,7 +328,10 @@ def run_tests(
         per_test_s=per_test_s,
         timeout_args=timeout_args,
         build_dir=build_dir,
+        only=list(only) if only else None,
     )
+    if runner.only is not None:
+        log.write(f"ootci: running only {len(runner.only)} test(s): the failures being rerun")
     records, first, problem = _run_until_done(runner)
     if problem is not None and not records:
         import_error = _probe_import(recipe, env, build_dir, log)
@@ -390,7 +399,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
 
     while True:
         junit = work_dir / ("junit.xml" if runner.attempt == 0 else f"junit.{runner.attempt}.xml")
-        state = runner.run(junit, deselect=list(records))
+        state = runner.run(junit, deselect=list(records), select=runner.only)
         proc, tail = state.proc, state.tail
         first = first or proc
         new = 0
