@@ -283,6 +283,18 @@ def test_a_run_waiting_to_be_retried_says_when(client: TestClient, engine: Engin
     assert "<dt>Attempts</dt><dd>3</dd>" in client.get(f"/runs/{run_id}").text
 
 
+def test_a_reruns_test_list_is_counted_and_folded(client: TestClient, engine: Engine) -> None:
+    failed = [f"tests/test_ops.py::test_case_{i}" for i in range(40)]
+    with Session(engine) as s, s.begin():
+        run_id = _add_run(s, "reruns", torch_spec="nightly", state="queued", trigger="rerun",
+                          trigger_info={"rerun_of": 7, "failed_tests": failed}).id
+    html = client.get(f"/runs/{run_id}").text
+    assert "rerun · rerun_of=7" in html
+    assert '<details class="trigger-list"><summary>failed_tests: 40</summary>' in html
+    assert html.count("<li><code>tests/test_ops.py::test_case_") == 40
+    assert "failed_tests=[" not in html  # not one 40-item line in the facts
+
+
 # --- breakages, tests, trends, search -------------------------------------------------------
 
 
