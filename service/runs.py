@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import CursorResult, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.models import Backend, Run, RunState, utcnow
+from service.models import Backend, Outcome, Run, RunState, TestResult, utcnow
 
 
 def get_or_create_backend(
@@ -135,3 +135,41 @@ def stale_run_ids(session: Session, *, queued_older_than_s: int, now: dt.datetim
         )
     )
     return list(rows)
+
+
+def plan_rerun(session: Session, run_id: int) -> int | None:
+    """A new queued run (trigger ``rerun``) repeating a finished run's failed, errored and
+    crashed tests (the pipeline runs the whole suite when there are none: a failed build).
+    None if the run does not exist, is unfinished or passed. Asking again while the rerun
+    is pending returns the same run."""
+    old = session.get(Run, run_id)
+    if old is None or not RunState(old.state).finished or old.state == RunState.PASSED:
+        return None
+    pending = session.scalars(
+        select(Run).where(
+            Run.trigger == "rerun",
+            Run.backend_id == old.backend_id,
+            Run.state.in_([RunState.QUEUED, RunState.RUNNING]),
+            Run.id > old.id,
+        )
+    )
+    for run in pending:
+        if run.trigger_info.get("rerun_of") == old.id:
+            return run.id
+    failed = list(
+        session.scalars(
+            select(TestResult.nodeid).where(
+                TestResult.run_id == old.id,
+                TestResult.outcome.in_([Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED]),
+            )
+        )
+    )
+    backend = session.get_one(Backend, old.backend_id)
+    new = create_run(
+        session,
+        backend,
+        old.torch_spec,
+        trigger="rerun",
+        trigger_info={"rerun_of": old.id, "failed_tests": failed[:500]},
+    )
+    return new.id

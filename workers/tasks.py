@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 
 from service.config import get_settings
 from service.db import get_engine, session_scope
-from service.models import Backend, Outcome, Run, RunState, TestResult
+from service.models import Backend, Run, RunState
 from service.queries.pins import newest_green_builds
-from service.runs import create_run, stale_run_ids
+from service.runs import create_run, plan_rerun, stale_run_ids
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
 from workers.schedule import QUEUED_STALE_AFTER_S
@@ -165,42 +165,6 @@ def pin_report() -> dict[str, Any]:
     for entry in report["backends"]:
         log.info("pin report: %(backend)s is green on %(newest_green)s (run %(run_id)s)", entry)
     return report
-
-
-def plan_rerun(session: Session, run_id: int) -> int | None:
-    """A new run repeating a finished run's failed tests; None if the run is unfinished or
-    had nothing to rerun. Asking twice returns the same pending rerun."""
-    old = session.get(Run, run_id)
-    if old is None or not RunState(old.state).finished or old.state == RunState.PASSED:
-        return None
-    pending = session.scalars(
-        select(Run).where(
-            Run.trigger == "rerun",
-            Run.backend_id == old.backend_id,
-            Run.state.in_([RunState.QUEUED, RunState.RUNNING]),
-            Run.id > old.id,
-        )
-    )
-    for run in pending:
-        if run.trigger_info.get("rerun_of") == old.id:
-            return run.id
-    failed = list(
-        session.scalars(
-            select(TestResult.nodeid).where(
-                TestResult.run_id == old.id,
-                TestResult.outcome.in_([Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED]),
-            )
-        )
-    )
-    backend = session.get_one(Backend, old.backend_id)
-    new = create_run(
-        session,
-        backend,
-        old.torch_spec,
-        trigger="rerun",
-        trigger_info={"rerun_of": old.id, "failed_tests": failed[:500]},
-    )
-    return new.id
 
 
 @app.task(name="ootci.classify.rerun")  # type: ignore[untyped-decorator]

@@ -26,7 +26,7 @@ from service.api.schemas import (
 from service.api.triggers import enqueue_committed
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
-from service.runs import create_run
+from service.runs import create_run, plan_rerun
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -223,3 +223,32 @@ def trigger_run(
     url = f"/api/runs/{run.id}"
     response.headers["Location"] = url
     return RunCreated(run_id=run.id, state=run.state, url=url)
+
+
+@router.post(
+    "/{run_id}/rerun",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=RunCreated,
+    dependencies=[Depends(require_token)],
+    responses={
+        401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        404: {"model": Problem, "description": "No such run"},
+        409: {"model": Problem, "description": "The run is unfinished or passed"},
+    },
+    summary="Queue a rerun of a failed run's failed tests (the same pending rerun if asked again)",
+)
+def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: Response) -> RunCreated:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    new_id = plan_rerun(session, run_id)
+    if new_id is None:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"run {run_id} is {run.state}: only a failed or errored run can be rerun",
+        )
+    session.commit()
+    enqueue_committed(ctx, [new_id])
+    url = f"/api/runs/{new_id}"
+    response.headers["Location"] = url
+    return RunCreated(run_id=new_id, state=session.get_one(Run, new_id).state, url=url)

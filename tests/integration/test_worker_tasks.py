@@ -16,11 +16,11 @@ from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
-from service.runs import create_run, get_or_create_backend, stale_run_ids
+from service.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
 from tests.integration.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
-from workers.tasks import nightly_specs, plan_nightly, plan_rerun
+from workers.tasks import nightly_specs, plan_nightly
 
 NIGHT = dt.date(2026, 11, 26)
 PINS = ["pip:torch==2.13.0", "pip:torch==2.14.1"]

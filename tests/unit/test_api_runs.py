@@ -415,6 +415,39 @@ def test_trigger_run_validates_its_body(
     assert dispatcher.enqueued == []
 
 
+def test_rerun_queues_a_failed_runs_failed_tests_once(
+    client: TestClient, engine: Engine, seeded: Seeded, dispatcher: RecordingDispatcher
+) -> None:
+    with session_scope(engine) as s:
+        s.add_all(
+            TestResult(run_id=seeded.failed, nodeid=f"tests/test_ops.py::test_{name}",
+                       suite="test_ops", outcome=outcome)
+            for name, outcome in (("ok", "passed"), ("bad", "failed"), ("boom", "crashed"))
+        )
+    url = f"/api/runs/{seeded.failed}/rerun"
+    assert client.post(url).status_code == 401
+    assert dispatcher.enqueued == []
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    resp = client.post(url, headers=auth)
+    assert resp.status_code == 202, resp.text
+    new_id = resp.json()["run_id"]
+    assert resp.headers["location"] == f"/api/runs/{new_id}"
+    assert dispatcher.enqueued == [new_id]
+    with Session(engine) as s:
+        new = s.get_one(Run, new_id)
+        assert (new.trigger, new.state) == ("rerun", "queued")
+        assert new.trigger_info["rerun_of"] == seeded.failed
+        assert sorted(new.trigger_info["failed_tests"]) == [
+            "tests/test_ops.py::test_bad", "tests/test_ops.py::test_boom"]
+    # Asked again while pending: the same rerun, not a second one.
+    assert client.post(url, headers=auth).json()["run_id"] == new_id
+
+    for run_id, state in ((seeded.passed, "passed"), (seeded.running, "running")):
+        refused = client.post(f"/api/runs/{run_id}/rerun", headers=auth)
+        assert refused.status_code == 409 and f"is {state}" in refused.json()["detail"]
+    assert client.post("/api/runs/999999/rerun", headers=auth).status_code == 404
+
+
 def test_writes_are_refused_when_no_token_is_configured(
     engine: Engine, tmp_path: Path, seeded: Seeded
 ) -> None:
@@ -493,6 +526,7 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
         "/api/runs/{run_id}",
         "/api/runs/{run_id}/tests",
         "/api/runs/{run_id}/steps/{name}/log",
+        "/api/runs/{run_id}/rerun",
         "/api/matrix",
         "/api/breakages",
         "/api/breakages/{breakage_id}",
