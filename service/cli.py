@@ -93,7 +93,6 @@ def run(
     from service.db import session_scope
     from service.models import Run, RunState
     from service.runs import create_run, get_or_create_backend
-    from workers.pipeline.execute import execute_run
     from workers.pipeline.provision import parse_spec
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
@@ -115,13 +114,10 @@ def run(
         run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
         backend_name = be.name
 
-    from service.progress import RunProgress
-
     results: list[dict[str, Any]] = []
     code = EXIT_OK
     for run_id in run_ids:
-        with RunProgress(console, run_id, enabled=not as_json) as progress:
-            state = execute_run(engine, settings, run_id, _worker_id(), on_event=progress.on_event)
+        state = _execute_with_progress(engine, settings, run_id, as_json)
         usage_error = None
         with session_scope(engine) as s:
             run_row = s.get_one(Run, run_id)
@@ -138,16 +134,61 @@ def run(
                 for later in run_ids[run_ids.index(run_id) + 1 :]:
                     s.delete(s.get_one(Run, later))
             _die(usage_error)
-        if state == RunState.ERRORED:
-            code = max(code, EXIT_USAGE)
-        elif state != RunState.PASSED:
-            code = max(code, EXIT_FAILED)
+        code = max(code, _exit_code(state))
 
     if as_json:
         out.print_json(json.dumps(results if len(results) > 1 else results[0]))
     else:
         _print_summary(results)
     raise typer.Exit(code)
+
+
+@app.command()
+def rerun(
+    run_id: Annotated[int, typer.Argument(help="A failed or errored run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Rerun a failed run's failed tests (the whole suite if it failed before its tests:
+    a build) against the same torch spec, and show the verdict."""
+    from service.db import session_scope
+    from service.models import Backend, Run
+    from service.runs import plan_rerun
+
+    settings = _settings()
+    engine = _engine(settings)
+    with session_scope(engine) as s:
+        old = s.get(Run, run_id)
+        if old is None:
+            _die(f"run {run_id} does not exist")
+        new_id = plan_rerun(s, run_id)
+        if new_id is None:
+            _die(f"run {run_id} is {old.state}: only a failed or errored run can be rerun")
+        backend_name = s.get_one(Backend, old.backend_id).name
+
+    state = _execute_with_progress(engine, settings, new_id, as_json)
+    with session_scope(engine) as s:
+        result = _run_dict(s.get_one(Run, new_id), backend_name)
+    if as_json:
+        out.print_json(json.dumps(result))
+    else:
+        _print_summary([result])
+    raise typer.Exit(_exit_code(state))
+
+
+def _execute_with_progress(engine: Any, settings: Any, run_id: int, as_json: bool) -> str | None:
+    from service.progress import RunProgress
+    from workers.pipeline.execute import execute_run
+
+    with RunProgress(console, run_id, enabled=not as_json) as progress:
+        return execute_run(engine, settings, run_id, _worker_id(), on_event=progress.on_event)
+
+
+def _exit_code(state: str | None) -> int:
+    from service.models import RunState
+
+    if state == RunState.PASSED:
+        return EXIT_OK
+    return EXIT_USAGE if state == RunState.ERRORED else EXIT_FAILED
 
 
 def _run_dict(run_row: Any, backend_name: str) -> dict[str, Any]:
