@@ -157,9 +157,7 @@ def rerun(
     settings = _settings()
     engine = _engine(settings)
     with session_scope(engine) as s:
-        old = s.get(Run, run_id)
-        if old is None:
-            _die(f"run {run_id} does not exist")
+        old = _run_or_die(s, run_id)
         new_id = plan_rerun(s, run_id)
         if new_id is None:
             _die(f"run {run_id} is {old.state}: only a failed or errored run can be rerun")
@@ -173,6 +171,15 @@ def rerun(
     else:
         _print_summary([result])
     raise typer.Exit(_exit_code(state))
+
+
+def _run_or_die(session: Any, run_id: int) -> Any:
+    from service.models import Run
+
+    run_row = session.get(Run, run_id)
+    if run_row is None:
+        _die(f"no run {run_id}")
+    return run_row
 
 
 def _execute_with_progress(engine: Any, settings: Any, run_id: int, as_json: bool) -> str | None:
@@ -269,15 +276,13 @@ def show(
 ) -> None:
     """Show one run: steps, failures with their evidence, and the failing step's log tail."""
     from service.db import session_scope
-    from service.models import Backend, Run
+    from service.models import Backend
     from service.serialize import run_to_dict
 
     settings = _settings()
     engine = _engine(settings)
     with session_scope(engine) as s:
-        run_row = s.get(Run, run_id)
-        if run_row is None:
-            _die(f"no run {run_id}")
+        run_row = _run_or_die(s, run_id)
         data = run_to_dict(run_row, backend_name=s.get_one(Backend, run_row.backend_id).name)
         tails = {
             st.name: st.read_log().decode("utf-8", "replace").splitlines()[-log_lines:]

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from sqlalchemy import select
 
-from service.api.deps import ContextDep, SessionDep, require_token
+from service.api.deps import AppContext, ContextDep, SessionDep, require_token
 from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.schemas import (
@@ -219,6 +219,11 @@ def trigger_run(
         )
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
     session.commit()
+    return _accepted(ctx, response, run)
+
+
+def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
+    """Hand a committed run to the dispatcher; answer where to follow it."""
     enqueue_committed(ctx, [run.id])
     url = f"/api/runs/{run.id}"
     response.headers["Location"] = url
@@ -248,7 +253,4 @@ def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: 
             f"run {run_id} is {run.state}: only a failed or errored run can be rerun",
         )
     session.commit()
-    enqueue_committed(ctx, [new_id])
-    url = f"/api/runs/{new_id}"
-    response.headers["Location"] = url
-    return RunCreated(run_id=new_id, state=session.get_one(Run, new_id).state, url=url)
+    return _accepted(ctx, response, session.get_one(Run, new_id))

@@ -53,4 +53,4 @@ def test_rerun_repeats_only_the_failed_test_and_shows_the_verdict(tmp_path: Path
     code, _, err = ootci(home, "rerun", str(again["id"]))
     assert code == 2 and f"run {again['id']} is passed" in err
     code, _, err = ootci(home, "rerun", "999999")
-    assert code == 2 and "run 999999 does not exist" in err
+    assert code == 2 and "no run 999999" in err
