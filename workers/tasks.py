@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 NIGHTLY = "nightly"
 MAX_DB_RETRIES = 3
 # A ceiling on redeliveries of one run's task whatever the reason, so that no clock skew
-# can make a message chase a retry time forever; the sweeper picks such a run up later.
+# can make a message chase a retry time or a lease forever; the sweeper picks such a run
+# up later.
 MAX_REDELIVERIES = 50
 
 # A database that cannot be reached is retried with backoff and leaves the run queued (or
@@ -50,14 +51,19 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _retry_countdown(run_id: int) -> float | None:
-    """Seconds until a run that waits to be retried may be claimed; None if it does not wait."""
+def _claimable_in(run_id: int) -> float | None:
+    """Seconds until a run this worker could not claim may be claimed: a queued run's retry
+    time, a running run's lease. None when it is finished or gone (nothing left to do)."""
     with Session(_engine()) as s:
-        row = s.execute(select(Run.state, Run.retry_at).where(Run.id == run_id)).one_or_none()
-    if row is None or row.state != RunState.QUEUED or row.retry_at is None:
+        row = s.execute(
+            select(Run.state, Run.retry_at, Run.lease_expires_at).where(Run.id == run_id)
+        ).one_or_none()
+    if row is None or RunState(row.state).finished:
         return None
-    retry_at: dt.datetime = row.retry_at
-    return max(0.0, (retry_at - dt.datetime.now(dt.UTC)).total_seconds())
+    when: dt.datetime | None = row.retry_at if row.state == RunState.QUEUED else row.lease_expires_at
+    if when is None:
+        return 0.0
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
 
 
 @app.task(  # type: ignore[untyped-decorator]
@@ -70,17 +76,21 @@ def _retry_countdown(run_id: int) -> float | None:
     retry_jitter=True,
 )
 def execute(self: Task, run_id: int) -> str | None:
-    """Run it if it is ours to run. None = finished already, or a live worker has it."""
+    """Run it if it is claimable; if it will be later, deliver this task again then.
+    Returns the final state, or None when the run had finished already."""
     state = execute_run(_engine(), get_settings(), run_id, worker_id(), retry_infra=True)
     if state in (RunState.QUEUED, None):
-        # Requeued after an infrastructure failure (or this message came early): deliver
-        # it again once the backoff has passed. The run's own budget bounds the retries,
-        # not Celery's count.
-        countdown = _retry_countdown(run_id)
+        # Not finished and not ours now: requeued after an infrastructure failure, or
+        # leased by a worker that may have died (a broker redelivers an unacked message
+        # after its visibility timeout, which can come before the lease, renewed while
+        # the run made progress, runs out). Keep the message: deliver it again when the
+        # run becomes claimable. A live owner finishes first and the redelivery finds a
+        # finished run.
+        countdown = _claimable_in(run_id)
         if countdown is not None:
-            log.warning("run %s: waiting %.0f s to retry after an infra failure", run_id, countdown)
+            log.warning("run %s: not claimable yet, trying again in %.0f s", run_id, countdown)
             raise self.retry(countdown=countdown + 1, max_retries=MAX_REDELIVERIES)
-    log.info("run %s: %s", run_id, state or "not claimable (finished or leased)")
+    log.info("run %s: %s", run_id, state or "finished already")
     return state
 
 

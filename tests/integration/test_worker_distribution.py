@@ -9,6 +9,7 @@ tests distribution, not compilation.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import http.server
@@ -32,9 +33,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.db import make_engine, session_scope
+from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
-from service.models import Run, TestResult
-from service.runs import get_or_create_backend
+from service.models import Run, RunState, TestResult
+from service.runs import create_run, get_or_create_backend
 from tests.integration.pyonly import write_pyonly_backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -79,14 +81,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: Callable[[], str], every: float = 0.2
+) -> Any:
+    """``what`` is called only on a timeout, so that the logs it shows are those of then."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
 
 
 @dataclass
@@ -229,7 +234,7 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
             return False
 
     try:
-        wait_until(healthy, 30, "the API to be healthy")
+        wait_until(healthy, 30, lambda: "the API to be healthy")
         yield st
     finally:
         for proc in st.procs:
@@ -260,7 +265,7 @@ def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(stack:
         states.append(run["state"])
         return any(s["name"] == "test" and s["status"] == "running" for s in run["steps"])
 
-    wait_until(test_step_running, 120, f"run {run_id} to reach its test step\n{stack.tail()}")
+    wait_until(test_step_running, 120, lambda: f"run {run_id} to reach its test step\n{stack.tail()}")
     running = stack.run(run_id)
     assert running["state"] == "running"
     assert running["claimed_by"]
@@ -273,7 +278,7 @@ def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(stack:
     final = wait_until(
         lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
         120,
-        f"run {run_id} to finish\n{stack.tail()}",
+        lambda: f"run {run_id} to finish\n{stack.tail()}",
     )
     assert final["state"] == "passed", final
     assert final["trigger"] == "webhook" and final["trigger_info"]["pr"] == 165432
@@ -295,7 +300,7 @@ def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> 
             s["name"] == "test" and s["status"] == "running" for s in stack.run(run_id)["steps"]
         )
 
-    wait_until(in_test_step, 120, f"run {run_id} to reach its test step\n{stack.tail()}")
+    wait_until(in_test_step, 120, lambda: f"run {run_id} to reach its test step\n{stack.tail()}")
     owner = stack.run(run_id)["claimed_by"]
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(10)
@@ -307,7 +312,7 @@ def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> 
     final = wait_until(
         lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
         LEASE_S + 120,
-        f"run {run_id} to be re-claimed and finished\n{stack.tail()}",
+        lambda: f"run {run_id} to be re-claimed and finished\n{stack.tail()}",
         every=1.0,
     )
     # Not before the lease ran out: nobody may take a run a live lease protects.
@@ -357,7 +362,7 @@ def test_an_infra_failure_is_retried_with_backoff_then_ends_errored(stack: Stack
 
         waiting = wait_until(
             lambda: (r := stack.run(run_id))["retry_at"] and r["state"] == "queued" and r,
-            60, f"run {run_id} to be requeued after its first attempt\n{stack.tail()}",
+            60, lambda: f"run {run_id} to be requeued after its first attempt\n{stack.tail()}",
             every=0.1,
         )
         assert waiting["attempts"] == 1
@@ -365,7 +370,7 @@ def test_an_infra_failure_is_retried_with_backoff_then_ends_errored(stack: Stack
         assert "package index unreachable" in waiting["error"] or "HTTP 503" in waiting["error"]
         final = wait_until(
             lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
-            90, f"run {run_id} to use up its retries\n{stack.tail()}",
+            90, lambda: f"run {run_id} to use up its retries\n{stack.tail()}",
         )
     finally:
         index.shutdown()
@@ -378,3 +383,33 @@ def test_an_infra_failure_is_retried_with_backoff_then_ends_errored(stack: Stack
     assert hits[1] - hits[0] >= 2 and hits[2] - hits[1] >= 4
     # Only the last attempt's steps remain: each attempt starts over.
     assert [s["name"] for s in final["steps"]] == ["provision"]
+
+
+def test_a_message_for_a_run_under_a_dead_workers_lease_waits_for_the_lease(
+    stack: Stack,
+) -> None:
+    # What a redelivered message meets when the dead worker renewed its lease after
+    # the message was delivered: the broker's visibility timeout runs out first.
+    engine = make_engine(stack.db_url)
+    lease_ends = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=8)
+    with session_scope(engine) as s:
+        backend = get_or_create_backend(s, "pyonly", str(stack.backend_dir))
+        run = create_run(s, backend, "installed", trigger="api")
+        run.state, run.attempts = RunState.RUNNING, 1
+        run.claimed_by, run.lease_expires_at = "ghost:1", lease_ends
+        run_id = run.id
+    engine.dispose()
+    (stack.backend_dir / "gate").touch()
+    stack.start_worker("w1")
+    dispatcher = CeleryDispatcher(REDIS_URL)
+    try:
+        dispatcher.enqueue_run(run_id)
+    finally:
+        dispatcher.close()
+    final = wait_until(
+        lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
+        90, lambda: f"run {run_id} to be claimed once the lease ran out\n{stack.tail()}",
+    )
+    assert final["state"] == "passed", final
+    assert final["attempts"] == 2
+    assert dt.datetime.fromisoformat(final["started_at"]) >= lease_ends
