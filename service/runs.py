@@ -139,7 +139,8 @@ def stale_run_ids(session: Session, *, queued_older_than_s: int, now: dt.datetim
 
 def plan_rerun(session: Session, run_id: int) -> int | None:
     """A new queued run (trigger ``rerun``) repeating a finished run's failed, errored and
-    crashed tests (the pipeline runs the whole suite when there are none: a failed build).
+    crashed tests (the pipeline runs the whole suite when there are none: a failed build,
+    or failures that were no single test).
     None if the run does not exist, is unfinished or passed. Asking again while the rerun
     is pending returns the same run."""
     old = session.get(Run, run_id)
@@ -161,6 +162,9 @@ def plan_rerun(session: Session, run_id: int) -> int | None:
             select(TestResult.nodeid).where(
                 TestResult.run_id == old.id,
                 TestResult.outcome.in_([Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED]),
+                # "<collection>", "<import torch>"...: records of no single test, which
+                # only the whole suite repeats.
+                TestResult.nodeid.not_like("<%"),
             )
         )
     )

@@ -85,6 +85,11 @@ def test_rerun_creates_one_pending_run_with_the_failed_tests(
                     suite="test_b",
                     outcome="crashed",
                 ),
+                # Pytest died at exit: no single test to repeat.
+                TestResult(
+                    run_id=old.id, nodeid="<session exit>", suite="<session exit>",
+                    outcome="crashed",
+                ),
             ]
         )
         unfinished = create_run(s, backend, "nightly", trigger="nightly")

@@ -79,7 +79,13 @@ class _Lost(Exception):
 
 class _RunContext:
     def __init__(
-        self, engine: Engine, settings: Settings, run_id: int, worker_id: str, on_event: EventSink
+        self,
+        engine: Engine,
+        settings: Settings,
+        run_id: int,
+        worker_id: str,
+        on_event: EventSink,
+        only_tests: list[str] | None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -88,7 +94,7 @@ class _RunContext:
         self.on_event = on_event
         self.run_dir = settings.resolved_work_dir / "runs" / str(run_id)
         self._last_renew = time.monotonic()
-        self.only_tests: list[str] | None = None  # a rerun's failed tests; None = all
+        self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
 
     def renew(self) -> None:
         """Keep the lease alive while a long step runs (throttled)."""
@@ -189,8 +195,7 @@ def execute_run(
         spec_text, source = run.torch_spec, backend.source
         only_tests = _tests_to_rerun(run)
 
-    ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore)
-    ctx.only_tests = only_tests
+    ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore, only_tests)
     try:
         state = _pipeline(ctx, spec_text, Path(source))
     except _Lost:
@@ -317,14 +322,10 @@ def _test_step(
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:
-    """The failed tests a rerun repeats (``ootci.classify.rerun``); None runs the whole
-    suite: any other run, or a rerun of a run whose failures were no single test (a
-    build, an import of torch, pytest dying while collecting: "<...>" records)."""
-    if run.trigger != "rerun":
-        return None
-    tests = run.trigger_info.get("failed_tests")
-    real = [str(t) for t in tests if not str(t).startswith("<")] if isinstance(tests, list) else []
-    return real or None
+    """The failed tests a rerun repeats (``service.runs.plan_rerun``); None runs the whole
+    suite: any other run, or a rerun with no single test to repeat."""
+    tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
+    return [str(t) for t in tests] if isinstance(tests, list) and tests else None
 
 
 def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:

@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 namespace openreg::native {
 namespace {
@@ -25,9 +24,8 @@ namespace {
 using at::Tensor;
 
 // Built without -ftrapping-math: with it GCC keeps the NaN/range selects
-// below as branches and vectorises none of the loop. Only these two
-// functions: code in such a region cannot inline functions (std::*) defined
-// outside it.
+// below as branches and vectorises none of the loop. Only the row functions:
+// code in such a region cannot inline functions (std::*) defined outside it.
 #pragma GCC push_options
 #pragma GCC optimize("no-trapping-math")
 
@@ -55,40 +53,55 @@ inline float vec_expf(float x) {
   return x != x ? x : underflowed;
 }
 
-// One contiguous float row of softmax (log_softmax when `log`), in separate
-// passes so that each is a simple vectorisable loop (max, exp, sum, scale).
-// Cloned for AVX-512 and AVX2 (picked at load time) since the baseline build
-// targets SSE2 only: ATen's CPU softmax runs at the machine's best width.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+inline float row_exp(float x) { return vec_expf(x); }
+inline double row_exp(double x) { return __builtin_exp(x); }
+inline float row_log(float x) { return __builtin_logf(x); }
+inline double row_log(double x) { return __builtin_log(x); }
+
+// One contiguous row of softmax (log_softmax when `log`), in separate passes
+// so that each is a simple vectorisable loop (max, exp, sum, scale).
+template <typename T>
+__attribute__((always_inline)) inline void softmax_row(const T* x, T* y, int64_t n, bool log) {
   constexpr int kLanes = 16;
-  constexpr float kInf = __builtin_inff();
-  float lanes[kLanes];
-  for (float& lane : lanes) lane = -kInf;
+  constexpr T kMinusInf = -static_cast<T>(__builtin_inf());
+  T lanes[kLanes];
+  for (T& lane : lanes) lane = kMinusInf;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     for (int k = 0; k < kLanes; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
   }
   for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
-  float max = lanes[0];
-  for (float lane : lanes) max = lane > max ? lane : max;
+  T max = lanes[0];
+  for (T lane : lanes) max = lane > max ? lane : max;
   // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
-  if (max == -kInf) max = 0;
-  for (j = 0; j < n; ++j) y[j] = vec_expf(x[j] - max);
-  for (float& lane : lanes) lane = 0;
+  if (max == kMinusInf) max = 0;
+  for (j = 0; j < n; ++j) y[j] = row_exp(x[j] - max);
+  for (T& lane : lanes) lane = 0;
   for (j = 0; j + kLanes <= n; j += kLanes) {
     for (int k = 0; k < kLanes; ++k) lanes[k] += y[j + k];
   }
   for (; j < n; ++j) lanes[0] += y[j];
-  float sum = 0;
-  for (float lane : lanes) sum += lane;
+  T sum = 0;
+  for (T lane : lanes) sum += lane;
   if (log) {
-    const float shift = max + __builtin_logf(sum);
+    const T shift = max + row_log(sum);
     for (j = 0; j < n; ++j) y[j] = x[j] - shift;
   } else {
-    const float scale = 1.0f / sum;
+    const T scale = T(1) / sum;
     for (j = 0; j < n; ++j) y[j] *= scale;
   }
+}
+
+// The float row is cloned for AVX-512 and AVX2 (picked at load time) since the
+// baseline build targets SSE2 only: ATen's CPU softmax runs at the machine's
+// best width.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void contiguous_softmax_row(const float* x, float* y, int64_t n, bool log) {
+  softmax_row(x, y, n, log);
+}
+
+void contiguous_softmax_row(const double* x, double* y, int64_t n, bool log) {
+  softmax_row(x, y, n, log);
 }
 
 #pragma GCC pop_options
@@ -109,43 +122,6 @@ SoftmaxShape shape_of(const Tensor& t, int64_t dim) {
 }
 
 // [native-softmax]
-// One contiguous row (the common dim=-1 case): separate passes so that each
-// loop is a simple vectorisable one (max, exp, sum, scale).
-template <typename T, bool kLog>
-void softmax_contiguous_row(const T* x, T* y, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    softmax_row_f32(x, y, n, kLog);
-    return;
-  } else {
-    T lanes[8];
-    for (T& lane : lanes) lane = -std::numeric_limits<T>::infinity();
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      for (int k = 0; k < 8; ++k) lanes[k] = x[j + k] > lanes[k] ? x[j + k] : lanes[k];
-    }
-    for (; j < n; ++j) lanes[0] = x[j] > lanes[0] ? x[j] : lanes[0];
-    T max = lanes[0];
-    for (T lane : lanes) max = lane > max ? lane : max;
-    // All -inf: exp(x - 0) gives 0/0 = NaN as on CPU; +inf gives NaN too.
-    if (std::isinf(max) && max < 0) max = 0;
-    for (j = 0; j < n; ++j) y[j] = std::exp(x[j] - max);
-    for (T& lane : lanes) lane = 0;
-    for (j = 0; j + 8 <= n; j += 8) {
-      for (int k = 0; k < 8; ++k) lanes[k] += y[j + k];
-    }
-    for (; j < n; ++j) lanes[0] += y[j];
-    T sum = 0;
-    for (T lane : lanes) sum += lane;
-    if constexpr (kLog) {
-      const T shift = max + std::log(sum);
-      for (j = 0; j < n; ++j) y[j] = x[j] - shift;
-    } else {
-      const T scale = T(1) / sum;
-      for (j = 0; j < n; ++j) y[j] *= scale;
-    }
-  }
-}
-
 // Rows [begin, end) of the [outer, dim, inner] view; row r is (r / inner,
 // r % inner) and its elements are `inner` apart.
 template <typename T, bool kLog>
@@ -153,7 +129,7 @@ void softmax_rows(const T* in, T* out, SoftmaxShape s, int64_t begin, int64_t en
   for (int64_t row = begin; row < end; ++row) {
     const int64_t base = (row / s.inner) * s.dim * s.inner + row % s.inner;
     if (s.inner == 1) {
-      softmax_contiguous_row<T, kLog>(in + base, out + base, s.dim);
+      contiguous_softmax_row(in + base, out + base, s.dim, kLog);
       continue;
     }
     const T* x = in + base;
