@@ -3,6 +3,7 @@
 from service.models.backend import Backend
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
+from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
 from service.models.run import (
     Failure,
     IllegalTransition,
@@ -25,6 +26,9 @@ __all__ = [
     "Failure",
     "IllegalTransition",
     "Outcome",
+    "OutboxKind",
+    "OutboxMessage",
+    "OutboxState",
     "Run",
     "RunState",
     "SourceKind",

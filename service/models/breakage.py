@@ -40,6 +40,18 @@ class Breakage(Base):
     occurrences: Mapped[int] = mapped_column(default=0)
     resolved_at: Mapped[dt.datetime | None]
     resolved_by_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
-    # Ranked upstream commits/PRs that may have caused it: [{sha, pr, title, score, why}].
+    # The regression range, fixed when the breakage opens: the torch of the newest passed
+    # run of the same backend on the same track before it (base) and of the first red (head).
+    # No base (no earlier green on the track) leaves the shas empty and says why in range_note.
+    range_base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    range_base_sha: Mapped[str | None] = mapped_column(String(64))
+    range_head_sha: Mapped[str | None] = mapped_column(String(64))
+    range_base_version: Mapped[str | None] = mapped_column(String(100))
+    range_head_version: Mapped[str | None] = mapped_column(String(100))
+    range_note: Mapped[str | None] = mapped_column(Text)
+    # Ranked upstream commits that may have caused it: [{sha, pr, title, score, reasons}],
+    # best first; empty with culprits_note saying why (not analysed yet, no suspect, ...).
     culprits: Mapped[list[Any]] = mapped_column(default=list)
+    culprits_note: Mapped[str | None] = mapped_column(Text)
+    culprits_ranked_at: Mapped[dt.datetime | None]
     note: Mapped[str | None] = mapped_column(Text)

@@ -1,0 +1,148 @@
+"""The upstream loop's write side: a breakage's regression range when it opens, its
+ranked suspects when the range has been listed, and the PR report they call for.
+
+Each step leaves an outbox message for the next one that needs GitHub (listing the
+range, posting to the PR), so nothing here waits on the network; the caller commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.commands import outbox
+from service.domain.regression import RegressionRange
+from service.models import Breakage, OutboxKind, Run, utcnow
+from service.queries.regression import range_for
+
+UPSTREAM = "upstream"
+
+
+def store_range(breakage: Breakage, found: RegressionRange) -> None:
+    breakage.range_base_run_id = found.base.run_id if found.base else None
+    breakage.range_base_sha = found.base.git_version if found.base else None
+    breakage.range_base_version = found.base.version if found.base else None
+    breakage.range_head_sha = found.head.git_version or None
+    breakage.range_head_version = found.head.version or None
+    breakage.range_note = found.note
+
+
+def on_opened(session: Session, breakage: Breakage, run: Run) -> None:
+    """Fix the range of a breakage ``run`` opened and, for an upstream one, ask for its
+    suspects. Other categories keep their range (it is still evidence) but are not
+    upstream's to answer for."""
+    found = range_for(session, run)
+    store_range(breakage, found)
+    if breakage.category != UPSTREAM:
+        breakage.culprits_note = f"not analysed: a {breakage.category} break, not upstream's"
+        return
+    if not found.complete:
+        breakage.culprits_note = f"no suspect: {found.note}"
+        return
+    breakage.culprits_note = "waiting for the range's commits from GitHub"
+    request_analysis(session, breakage)
+
+
+def request_analysis(session: Session, breakage: Breakage) -> bool:
+    """One ranking per (breakage, range): asking again for the same range is a no-op."""
+    key = f"culprit:{breakage.id}:{breakage.range_base_sha}..{breakage.range_head_sha}"
+    return outbox.enqueue(
+        session,
+        kind=OutboxKind.CULPRIT,
+        target=f"breakage:{breakage.id}",
+        dedupe_key=_short_key(key),
+        payload={"breakage_id": breakage.id},
+        breakage_id=breakage.id,
+    )
+
+
+def store_suspects(
+    session: Session,
+    breakage: Breakage,
+    suspects: list[dict[str, Any]],
+    note: str | None,
+    *,
+    repo: str,
+    min_score: float,
+) -> None:
+    """Keep the ranking (best first) and ask for the PR report it justifies."""
+    breakage.culprits = suspects
+    breakage.culprits_note = note
+    breakage.culprits_ranked_at = utcnow()
+    request_pr_report(session, breakage, repo=repo, min_score=min_score)
+
+
+def reported_pr(breakage: Breakage, min_score: float) -> int | None:
+    """The PR a breakage is reported on: its top suspect's, when confident enough."""
+    if not breakage.culprits:
+        return None
+    top = breakage.culprits[0]
+    if top.get("pr") is None or float(top.get("score", 0)) < min_score:
+        return None
+    return int(top["pr"])
+
+
+def breakages_on_pr(session: Session, pr: int, min_score: float) -> list[Breakage]:
+    """Every breakage (open or resolved) whose report goes to ``pr``. The JSON column is
+    filtered here, not in SQL: the candidates are the few breakages with suspects."""
+    candidates = session.scalars(
+        select(Breakage).where(Breakage.category == UPSTREAM).order_by(Breakage.id)
+    )
+    return [b for b in candidates if reported_pr(b, min_score) == pr]
+
+
+def request_pr_report(
+    session: Session, breakage: Breakage, *, repo: str, min_score: float
+) -> bool:
+    """Queue the PR's report if what it would say has changed since the last one queued.
+
+    The message carries no body: the drain renders the PR's current state when it sends,
+    so a report delayed by an outage still says the newest thing."""
+    pr = reported_pr(breakage, min_score)
+    if pr is None:
+        return False
+    state = [
+        (b.id, b.status, b.occurrences, b.last_seen_run_id, b.backend_id)
+        for b in breakages_on_pr(session, pr, min_score)
+    ]
+    digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()[:24]
+    target = f"{repo}#{pr}"
+    return outbox.enqueue(
+        session,
+        kind=OutboxKind.PR_REPORT,
+        target=target,
+        dedupe_key=_short_key(f"pr-report:{target}:{digest}"),
+        payload={"repo": repo, "pr": pr},
+        breakage_id=breakage.id,
+    )
+
+
+def after_run(
+    session: Session,
+    run: Run,
+    touched: list[Breakage],
+    resolved: list[Breakage],
+    *,
+    repo: str,
+    min_score: float,
+) -> None:
+    """The run's part of the loop: breakages it opened get a range (and, when upstream's,
+    an analysis); those already reported get their PR's comment refreshed (one more
+    occurrence, or resolved)."""
+    for breakage in touched:
+        if breakage.first_seen_run_id == run.id:
+            on_opened(session, breakage, run)
+        elif breakage.culprits:
+            request_pr_report(session, breakage, repo=repo, min_score=min_score)
+    for breakage in resolved:
+        if breakage.culprits:
+            request_pr_report(session, breakage, repo=repo, min_score=min_score)
+
+
+def _short_key(key: str) -> str:
+    # dedupe_key is 128 characters; shas and repo names could exceed it.
+    return key if len(key) <= 128 else key[:80] + ":" + hashlib.sha256(key.encode()).hexdigest()[:40]

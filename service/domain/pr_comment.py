@@ -1,0 +1,88 @@
+"""The one comment ootci keeps on a suspected upstream PR: what it renders, and the
+marker that finds it again.
+
+Dr.CI's habit: one comment per PR, found by a hidden marker and edited in place on every
+later night (more backends, more occurrences, resolved), never a second one. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MARKER = "<!-- ootci:culprit-report -->"
+
+
+@dataclass(frozen=True)
+class BreakageReport:
+    """One breakage that names this PR as its top suspect."""
+
+    breakage_id: int
+    backend: str
+    category: str
+    subtype: str | None
+    title: str
+    decisive_line: str
+    base_version: str | None
+    head_version: str | None
+    base_sha: str | None
+    head_sha: str | None
+    occurrences: int
+    resolved: bool
+    score: float
+    reasons: tuple[str, ...]
+    url: str | None
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "?")[:12]
+
+
+def _range(report: BreakageReport) -> str:
+    return (
+        f"{report.base_version or '?'} (`{_short(report.base_sha)}`) → "
+        f"{report.head_version or '?'} (`{_short(report.head_sha)}`)"
+    )
+
+
+def _fence(line: str) -> str:
+    # A decisive line may itself contain backticks; a longer fence keeps it verbatim.
+    fence = "```"
+    while fence in line:
+        fence += "`"
+    return f"{fence}\n{line.strip()[:500]}\n{fence}"
+
+
+def render(pr: int, reports: list[BreakageReport]) -> str:
+    """The comment's whole body (marker first), newest state of every breakage."""
+    open_ones = [r for r in reports if not r.resolved]
+    backends = sorted({r.backend for r in open_ones})
+    if open_ones:
+        head = (
+            f"## ootci: this PR is the top suspect for {len(open_ones)} break"
+            f"{'' if len(open_ones) == 1 else 's'} of out-of-tree PrivateUse1 backends "
+            f"({', '.join(f'`{b}`' for b in backends)})"
+        )
+    else:
+        head = "## ootci: resolved — the out-of-tree breaks this PR was suspected of are fixed"
+    parts = [MARKER, head, ""]
+    for report in sorted(reports, key=lambda r: (r.resolved, r.backend, r.breakage_id)):
+        status = "resolved" if report.resolved else "open"
+        kind = f"{report.category}/{report.subtype}" if report.subtype else report.category
+        title = f"[{report.title}]({report.url})" if report.url else report.title
+        parts += [
+            f"### {status}: `{report.backend}` — {kind}",
+            f"{title}, seen {report.occurrences} time{'' if report.occurrences == 1 else 's'}; "
+            f"torch {_range(report)}",
+            "",
+            _fence(report.decisive_line),
+            "",
+            f"Why this PR (score {report.score:.2f}):",
+            *[f"- {reason}" for reason in report.reasons],
+            "",
+        ]
+    parts.append(
+        "<sub>Posted by ootci, the nightly PrivateUse1 compatibility CI. It ranks the "
+        "commits of the torch range by what the failure names; the score is its confidence, "
+        "not a verdict. This comment is edited in place as nights go by.</sub>"
+    )
+    return "\n".join(parts)

@@ -1,0 +1,64 @@
+"""Culprit analysis of a regression range: the range's commits from GitHub, ranked by the
+pure scorer against what the failures name. Shared by the outbox drain and `ootci culprit`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from service.domain.culprit import CulpritRanking, FailureEvidence, rank_culprits, stack_frames
+from service.domain.upstream import UpstreamCommit
+from service.models import Failure
+
+
+class CommitSource(Protocol):
+    def compare(self, base: str, head: str) -> list[UpstreamCommit]: ...
+
+
+def evidence_of(failures: Iterable[Failure]) -> list[FailureEvidence]:
+    """What each stored failure names, as the scorer reads it."""
+    evidence = []
+    for failure in failures:
+        finding = failure.finding or {}
+        context = tuple(finding.get("context_before", ())) + tuple(finding.get("context_after", ()))
+        evidence.append(
+            FailureEvidence(
+                category=failure.category or "",
+                subtype=failure.subtype or "",
+                captures={k: str(v) for k, v in (failure.captures or {}).items()},
+                line=failure.line,
+                stage=failure.stage,
+                context=context,
+                frames=stack_frames(context),
+            )
+        )
+    return evidence
+
+
+def rank_range(
+    source: CommitSource, failures: Iterable[Failure], base_sha: str, head_sha: str
+) -> CulpritRanking:
+    return rank_culprits(evidence_of(failures), source.compare(base_sha, head_sha))
+
+
+def suspects_json(ranking: CulpritRanking) -> list[dict[str, Any]]:
+    return [
+        {
+            "sha": s.sha,
+            "pr": s.pr,
+            "title": s.title,
+            "score": round(s.score, 4),
+            "reasons": list(s.reasons),
+        }
+        for s in ranking.suspects
+    ]
+
+
+def ranking_note(ranking: CulpritRanking, base_sha: str, head_sha: str) -> str | None:
+    """Why there is no suspect; None when there is one."""
+    if ranking.suspects:
+        return None
+    return (
+        f"no suspect: none of the {ranking.commits_considered} commits of "
+        f"{base_sha[:12]}...{head_sha[:12]} touches what the failure names"
+    )

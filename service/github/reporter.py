@@ -1,0 +1,190 @@
+"""Drain the outbox: send what ootci owes GitHub (see ``service.models.outbox``).
+
+One message at a time, each in its own transaction: a message is marked sent only after
+GitHub answered, and every kind is idempotent on GitHub's side, so a drain killed between
+the two sends it again without duplicating anything. Transient trouble (5xx, rate limits,
+a network cut) leaves the message pending with a backoff; a token GitHub rejects leaves
+it pending too (nothing is lost while the operator fixes the setting) and ends the round,
+since every other write would be refused the same way. With no token the drain is a dry
+run: each write is stored with what it would have posted, and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.commands import culprits, outbox
+from service.domain.pr_comment import MARKER, BreakageReport, render
+from service.domain.upstream import UpstreamCommit
+from service.github.analysis import rank_range, ranking_note, suspects_json
+from service.github.client import GitHubConfigError, GitHubUnavailable
+from service.models import Backend, Breakage, BreakageStatus, Failure, OutboxKind, OutboxMessage
+
+log = logging.getLogger(__name__)
+
+
+class GitHub(Protocol):
+    """What the drain needs of ``service.github.client.GitHubClient``."""
+
+    def compare(self, base: str, head: str) -> list[UpstreamCommit]: ...
+    def add_label(self, pr: int, name: str) -> None: ...
+    def remove_label(self, pr: int, name: str) -> None: ...
+    def upsert_comment(self, pr: int, marker: str, body: str) -> tuple[int, str, bool]: ...
+    def set_status(
+        self, sha: str, state: str, context: str, description: str, target_url: str | None
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    repo: str
+    label: str
+    min_score: float
+    public_url: str
+    unlabel_on_fix: bool
+    # False: a dry run (no token): writes are stored, not sent.
+    can_write: bool
+
+
+@dataclass
+class DrainResult:
+    sent: int = 0
+    dry_run: int = 0
+    retried: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def breakage_url(public_url: str, breakage_id: int) -> str | None:
+    return f"{public_url.rstrip('/')}/breakages/{breakage_id}" if public_url else None
+
+
+def _analyse(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+    breakage = session.get(Breakage, message.payload["breakage_id"])
+    if breakage is None or not (breakage.range_base_sha and breakage.range_head_sha):
+        return {"skipped": "the breakage is gone or has no range"}
+    failures = session.scalars(select(Failure).where(Failure.breakage_id == breakage.id))
+    ranking = rank_range(github, failures, breakage.range_base_sha, breakage.range_head_sha)
+    culprits.store_suspects(
+        session,
+        breakage,
+        suspects_json(ranking),
+        ranking_note(ranking, breakage.range_base_sha, breakage.range_head_sha),
+        repo=cfg.repo,
+        min_score=cfg.min_score,
+    )
+    return {"commits": ranking.commits_considered, "suspects": len(ranking.suspects),
+            "confidence": str(ranking.confidence)}
+
+
+def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageReport]:
+    reports = []
+    for breakage in culprits.breakages_on_pr(session, pr, cfg.min_score):
+        backend = session.get(Backend, breakage.backend_id)
+        decisive = session.scalar(
+            select(Failure.line).where(Failure.breakage_id == breakage.id).order_by(Failure.id.desc()).limit(1)
+        )
+        top = breakage.culprits[0]
+        reports.append(
+            BreakageReport(
+                breakage_id=breakage.id,
+                backend=backend.name if backend else str(breakage.backend_id),
+                category=breakage.category or "upstream",
+                subtype=breakage.subtype,
+                title=breakage.title,
+                decisive_line=decisive or "",
+                base_version=breakage.range_base_version,
+                head_version=breakage.range_head_version,
+                base_sha=breakage.range_base_sha,
+                head_sha=breakage.range_head_sha,
+                occurrences=breakage.occurrences,
+                resolved=breakage.status == BreakageStatus.RESOLVED,
+                score=float(top["score"]),
+                reasons=tuple(top.get("reasons", ())),
+                url=breakage_url(cfg.public_url, breakage.id),
+            )
+        )
+    return reports
+
+
+def _report_pr(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+    pr = int(message.payload["pr"])
+    reports = pr_reports(session, pr, cfg)
+    if not reports:
+        return {"skipped": "no breakage names this PR any more"}
+    body = render(pr, reports)
+    still_open = any(not r.resolved for r in reports)
+    label_op = "add" if still_open else ("remove" if cfg.unlabel_on_fix else "keep")
+    result: dict[str, Any] = {"pr": pr, "label": cfg.label, "label_op": label_op, "body": body}
+    if not cfg.can_write:
+        return result
+    if label_op == "add":
+        github.add_label(pr, cfg.label)
+    comment_id, url, created = github.upsert_comment(pr, MARKER, body)
+    if label_op == "remove":
+        github.remove_label(pr, cfg.label)
+    return {**result, "comment_id": comment_id, "comment_url": url, "created": created}
+
+
+def _status(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+    p = message.payload
+    if cfg.can_write:
+        github.set_status(p["sha"], p["state"], p["context"], p["description"], p.get("target_url"))
+    return dict(p)
+
+
+_HANDLERS: dict[str, Callable[[Session, OutboxMessage, GitHub, ReportSettings], dict[str, Any]]] = {
+    OutboxKind.CULPRIT: _analyse,
+    OutboxKind.PR_REPORT: _report_pr,
+    OutboxKind.STATUS: _status,
+}
+# Analysis only reads GitHub: it runs in a dry run too, so the dashboard shows suspects.
+_WRITES = {OutboxKind.PR_REPORT, OutboxKind.STATUS}
+
+
+def drain(
+    sessions: Callable[[], Session], github: GitHub, cfg: ReportSettings, *, limit: int = 100
+) -> DrainResult:
+    """Send the due messages, oldest first; each committed on its own."""
+    result = DrainResult()
+    for _ in range(limit):
+        with sessions() as session:
+            due = outbox.due(session, limit=1)
+            if not due:
+                break
+            message = due[0]
+            try:
+                answer = _HANDLERS[message.kind](session, message, github, cfg)
+            except GitHubConfigError as exc:
+                session.rollback()
+                _retry_later(sessions, message.id, str(exc), None)
+                result.errors.append(str(exc))
+                log.error("outbox: %s; stopping this round", exc)
+                break
+            except GitHubUnavailable as exc:
+                session.rollback()
+                _retry_later(sessions, message.id, str(exc), exc.retry_after_s)
+                result.retried += 1
+                result.errors.append(str(exc))
+                continue
+            if message.kind in _WRITES and not cfg.can_write:
+                outbox.mark_dry_run(message, answer)
+                result.dry_run += 1
+            else:
+                outbox.mark_sent(message, answer)
+                result.sent += 1
+            session.commit()
+    return result
+
+
+def _retry_later(sessions: Callable[[], Session], message_id: int, error: str, wait_s: float | None) -> None:
+    with sessions() as session:
+        message = session.get(OutboxMessage, message_id)
+        if message is not None:
+            outbox.mark_retry(message, error, wait_s=wait_s)
+            session.commit()
