@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import enum
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from service.domain.upstream import FileChange, UpstreamCommit
+from service.domain.verdict import Category, Finding, Stage, Subtype
 
 # ---------------------------------------------------------------------------- evidence
 
@@ -49,11 +51,11 @@ class StackFrame:
 class FailureEvidence:
     """What one failure names, as the classifier captured it."""
 
-    category: str
-    subtype: str
+    category: Category
+    subtype: Subtype
     captures: Mapping[str, str] = field(default_factory=dict)
     line: str = ""  # the decisive log line
-    stage: str = ""
+    stage: Stage | None = None
     context: tuple[str, ...] = ()  # log lines around the decisive one
     frames: tuple[StackFrame, ...] = ()  # torch frames of the failing stack, outermost first
 
@@ -86,18 +88,17 @@ def stack_frames(lines: Iterable[str]) -> tuple[StackFrame, ...]:
     return tuple(frames) + tuple(reversed(innermost_first))
 
 
-def evidence_from_finding(finding: object, log_lines: Sequence[str] = ()) -> FailureEvidence:
-    """Evidence from a ``service.domain.verdict.Finding`` (duck-typed to keep this module
-    free of the verdict's serialisation); ``log_lines``, when given, are searched for the
-    torch frames of a traceback that lies beyond the finding's short context."""
-    context = tuple(getattr(finding, "context_before", ())) + tuple(
-        getattr(finding, "context_after", ()))
+def evidence_from_finding(finding: Finding, log_lines: Sequence[str] = ()) -> FailureEvidence:
+    """Evidence from a classifier finding; ``log_lines``, when given, are searched for the
+    torch frames of a traceback that lies beyond the finding's short context (a
+    faulthandler dump is longer than the context the finding keeps)."""
+    context = tuple(finding.context_before) + tuple(finding.context_after)
     return FailureEvidence(
-        category=str(getattr(finding, "category", "")),
-        subtype=str(getattr(finding, "subtype", "")),
-        captures=dict(getattr(finding, "captures", {})),
-        line=str(getattr(finding, "line", "")),
-        stage=str(getattr(finding, "stage", "")),
+        category=finding.category,
+        subtype=finding.subtype,
+        captures=dict(finding.captures),
+        line=finding.line,
+        stage=finding.stage,
         context=context,
         frames=stack_frames(log_lines or context),
     )
@@ -147,6 +148,7 @@ _PRIORS: tuple[tuple[str, float], ...] = (
     ("aten/src/ATen/core/", 0.95),
     ("aten/src/ATen/", 0.85),
     ("torch/headeronly/", 0.9),
+    ("torch/testing/", 0.4),
     ("torch/", 0.85),
     ("CMakeLists.txt", 0.8),
     ("cmake/", 0.7),
@@ -196,6 +198,7 @@ _DECL_START = re.compile(
     r"TORCH_API|C10_API|TORCH_CUDA_CPP_API|C10_EXPORT|TORCH_PYTHON_API|def|async def|class|"
     r"struct|enum|union|using|typedef|namespace|#\s*define)\b"
 )
+_PURE_VIRTUAL = re.compile(r"\)\s*(?:const\s*)?(?:noexcept\s*)?=\s*0\s*;")
 _REVERT_OF = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERTED_PR = re.compile(r"Reverted \S*/pull/(\d+)")
 _RELAND_TITLE = re.compile(r"^\s*(?:\[?re-?land(?:ed|ing)?\]?:?\s*)+", re.IGNORECASE)
@@ -275,7 +278,7 @@ class _Hit:
     reason: str
 
 
-class _Clue:
+class _Clue(ABC):
     """One thing a failure names; ``match`` returns its best hit in a commit, or None."""
 
     def match(self, commit: _CommitIndex) -> _Hit | None:
@@ -286,8 +289,9 @@ class _Clue:
                 best = hit
         return best
 
+    @abstractmethod
     def match_file(self, f: _FileIndex) -> _Hit | None:
-        raise NotImplementedError
+        """The hit of this clue in one changed file, or None."""
 
 
 @lru_cache(maxsize=4096)
@@ -371,13 +375,19 @@ class _SymbolClue(_Clue):
                             f"edits inside `{name}` ({f.path})")
             return None
         pattern = _word(name)
+        mentions = [
+            (line, " ".join(line.text.split())) for line in f.lines
+            if (in_removed if line.removed else in_added) and pattern.search(line.text)
+        ]
+        # A line removed and added again unchanged but for whitespace was moved or
+        # reformatted (a clang-format sweep): it changes nothing about the name.
+        unchanged = ({text for line, text in mentions if line.removed}
+                     & {text for line, text in mentions if not line.removed})
         best = 0.0
         why = ""
         removed_decl = added_decl = False
-        for line in f.lines:
-            if not (line.removed and in_removed or not line.removed and in_added):
-                continue
-            if pattern.search(line.text) is None:
+        for line, normalized in mentions:
+            if normalized in unchanged:
                 continue
             comment = bool(_COMMENT.match(line.text))
             decl = not comment and _is_declaration(line.text, name)
@@ -386,6 +396,9 @@ class _SymbolClue(_Clue):
                 w = 0.3 if comment else (0.9 if decl else 0.65)
                 verb = "a comment" if comment else ("a line declaring" if decl else "a line using")
                 text = f"removes {verb} `{name}`"
+            elif decl and _PURE_VIRTUAL.search(line.text):
+                added_decl = True
+                w, text = 0.9, f"adds the pure virtual `{name}`"
             else:
                 added_decl |= decl
                 w = 0.2 if comment else (0.6 if decl else 0.45)
@@ -393,6 +406,8 @@ class _SymbolClue(_Clue):
                 text = f"adds {verb} `{name}`"
             if w > best:
                 best, why = w, text
+        if best == 0.0 and unchanged:
+            best, why = 0.1, f"moves or reformats a line with `{name}`"
         if removed_decl and added_decl:
             best, why = 0.95, f"changes the declaration of `{name}`"
         if self.renamed_to and in_removed and self.renamed_to in f.added_ids:
@@ -563,7 +578,8 @@ def _module_paths(module: str) -> tuple[str, ...]:
 
 _QUOTED_MESSAGE = re.compile(r"(?:Error|Exception|error):\s*(.+)$")
 _BACKEND_ATTRIBUTE = re.compile(r"\.is_(\w+)\b")
-_BACKEND_NAME = re.compile(r"device[=(]['\"]?(?:type=')?(\w+)['\":]")
+# How pytest shows a tensor's or a device's backend: device='openreg:0', device(type='openreg'.
+_BACKEND_NAME = re.compile(r"device(?:=|\(type=)'(\w+)[':]")
 
 
 def clues_for(evidence: FailureEvidence) -> tuple[_Clue, ...]:
@@ -571,7 +587,7 @@ def clues_for(evidence: FailureEvidence) -> tuple[_Clue, ...]:
     captures = evidence.captures
     clues: list[_Clue] = []
     header = captures.get("header")
-    if header and evidence.subtype == "header-moved":
+    if header and evidence.subtype is Subtype.HEADER_MOVED:
         clues.append(_HeaderClue(source_paths_for_include(header), header, missing=True))
     located = _TORCH_INCLUDE.search(captures.get("file", "")) or _TORCH_INCLUDE.search(
         evidence.line)
@@ -580,11 +596,11 @@ def clues_for(evidence: FailureEvidence) -> tuple[_Clue, ...]:
                                  located.group(1), missing=False))
     clues.extend(_symbol_clues(captures))
     module = captures.get("module")
-    if module and evidence.subtype == "symbol-removed":
+    if module and evidence.subtype is Subtype.SYMBOL_REMOVED:
         clues.append(_FileClue(_module_paths(module), 0.35,
                                f"the module `{module}` the failure names"))
     message = _QUOTED_MESSAGE.search(evidence.line)
-    if message and evidence.stage in ("import", "test", "build"):
+    if message:
         clues.append(_MessageClue(message.group(1)))
     standard = captures.get("standard")
     if standard:
@@ -594,7 +610,7 @@ def clues_for(evidence: FailureEvidence) -> tuple[_Clue, ...]:
         if digits in _STANDARD_YEARS:
             tokens.append(_STANDARD_YEARS[digits])
         clues.append(_TokenClue(tuple(tokens), f"the {standard} requirement", 0.85))
-    if evidence.subtype == "new-hook-required":
+    if evidence.subtype is Subtype.NEW_HOOK_REQUIRED:
         clues.append(_FileClue(_REGISTRATION_FILES, 0.3, "the PrivateUse1 registration API"))
         clues.append(_TokenClue(_REGISTRATION_CALLS, "a new call into the backend's hooks",
                                 0.35))
@@ -606,7 +622,7 @@ def clues_for(evidence: FailureEvidence) -> tuple[_Clue, ...]:
                                f"on the failing stack (`{frame.function}`)", frame.function))
     text = "\n".join((evidence.line, *evidence.context))
     backend = captures.get("backend") or next(
-        (m.group(1) for m in _BACKEND_NAME.finditer(text) if m.group(1) != "type"), None)
+        (m.group(1) for m in _BACKEND_NAME.finditer(text)), None)
     if backend and f".is_{backend}" in text:
         # `Tensor.is_<backend>` is generated by torch for a renamed PrivateUse1 backend.
         clues.append(_FileClue(("torch/utils/backend_registration.py",), 0.4,
@@ -725,7 +741,8 @@ class RangeIndex:
             suspects=ranked,
             confidence=_confidence(ranked),
             commits_considered=len(self.commits),
-            cleared=tuple(sorted(self.cleared.items(), key=lambda kv: kv[0])),
+            cleared=tuple((c.sha, self.cleared[c.sha]) for c in self.commits
+                          if c.sha in self.cleared),
         )
 
 

@@ -12,6 +12,7 @@ from service.domain.culprit import (
     stack_frames,
 )
 from service.domain.upstream import FileChange, UpstreamCommit
+from service.domain.verdict import Category, Stage, Subtype
 
 
 def _commit(n: int, title: str, *files: FileChange, body: str = "") -> UpstreamCommit:
@@ -44,13 +45,13 @@ def _filler(n: int) -> UpstreamCommit:
 
 
 HEADER_MOVED = FailureEvidence(
-    category="upstream", subtype="header-moved", stage="build",
+    category=Category.UPSTREAM, subtype=Subtype.HEADER_MOVED, stage=Stage.BUILD,
     captures={"header": "ATen/core/CachingHostAllocator.h"},
     line="csrc/Host.cpp:8:10: fatal error: ATen/core/CachingHostAllocator.h: No such file or directory",
 )
 
 SYMBOL_REMOVED = FailureEvidence(
-    category="upstream", subtype="symbol-removed", stage="build",
+    category=Category.UPSTREAM, subtype=Subtype.SYMBOL_REMOVED, stage=Stage.BUILD,
     captures={"symbol": "isBarebonesUnsignedType", "scope": "c10"},
     line="csrc/Empty.cpp:13:13: error: 'isBarebonesUnsignedType' is not a member of 'c10'",
 )
@@ -145,7 +146,7 @@ def test_scores_stay_in_unit_range_and_ranking_is_stable() -> None:
 
 def test_a_rename_is_recognised_from_the_compilers_suggestion() -> None:
     evidence = FailureEvidence(
-        category="upstream", subtype="symbol-renamed", stage="build",
+        category=Category.UPSTREAM, subtype=Subtype.SYMBOL_RENAMED, stage=Stage.BUILD,
         captures={"symbol": "RegisterPrivateUse1HooksInterface", "scope": "at",
                   "suggestion": "registerPrivateUse1HooksInterface"})
     rename = _commit(1, "[PrivateUse1] camelCase", FileChange(
@@ -161,7 +162,7 @@ def test_a_rename_is_recognised_from_the_compilers_suggestion() -> None:
 
 def test_a_new_check_is_found_by_the_message_it_raises() -> None:
     evidence = FailureEvidence(
-        category="upstream", subtype="new-dtype-check", stage="test",
+        category=Category.UPSTREAM, subtype=Subtype.NEW_DTYPE_CHECK, stage=Stage.TEST,
         line="RuntimeError: Unsupported dtype: float64 (Double) dtype is not supported by this device")
     check = _commit(1, "[ATen] empty_generic: refuse float64", FileChange(
         "aten/src/ATen/EmptyTensor.h", "modified", patch=_patch(
@@ -186,3 +187,21 @@ def test_helpers_read_what_the_classifier_captures() -> None:
     ])
     # Outermost first, whatever order the traceback printed.
     assert [f.function for f in frames] == ["wrap_tensor_to", "_normalization_device"]
+
+
+def test_reformatting_a_declaration_is_not_changing_it() -> None:
+    evidence = FailureEvidence(
+        category=Category.UPSTREAM, subtype=Subtype.SIGNATURE_CHANGED, stage=Stage.BUILD,
+        captures={"symbol": "allocate", "class": "openreg::OpenRegAllocator"})
+    clang_format = _commit(1, "[BE] clang-format c10/core", FileChange(
+        "c10/core/Allocator.h", "modified", patch=_patch(
+            "-  virtual  DataPtr allocate(size_t n)  const = 0;",
+            "+  virtual DataPtr allocate(size_t n) const = 0;")))
+    culprit = _commit(2, "Turn Allocator::allocate into non-const", FileChange(
+        "c10/core/Allocator.h", "modified", patch=_patch(
+            "-  virtual DataPtr allocate(size_t n) const = 0;",
+            "+  virtual DataPtr allocate(size_t n) = 0;")))
+    ranking = rank_culprits([evidence], [clang_format, culprit])
+    assert [s.sha for s in ranking.suspects] == [culprit.sha, clang_format.sha]
+    assert ranking.suspects[0].reasons[0].startswith("changes the declaration of `allocate`")
+    assert ranking.suspects[1].score < 0.2
