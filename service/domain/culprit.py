@@ -122,6 +122,10 @@ class Suspect:
     score: float
     reasons: tuple[str, ...]
 
+    def to_dict(self) -> dict[str, object]:
+        return {"sha": self.sha, "pr": self.pr, "title": self.title, "score": self.score,
+                "reasons": list(self.reasons)}
+
 
 @dataclass(frozen=True)
 class CulpritRanking:
@@ -134,6 +138,16 @@ class CulpritRanking:
     @property
     def top(self) -> Suspect | None:
         return self.suspects[0] if self.suspects else None
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``suspects`` / ``confidence`` part of ``ootci culprit --json`` (the caller
+        adds the range)."""
+        return {
+            "confidence": self.confidence.value,
+            "commits_considered": self.commits_considered,
+            "suspects": [s.to_dict() for s in self.suspects],
+            "cleared": [{"sha": sha, "why": why} for sha, why in self.cleared],
+        }
 
 
 # ---------------------------------------------------------------------------- paths
@@ -199,6 +213,7 @@ _DECL_START = re.compile(
     r"struct|enum|union|using|typedef|namespace|#\s*define)\b"
 )
 _PURE_VIRTUAL = re.compile(r"\)\s*(?:const\s*)?(?:noexcept\s*)?=\s*0\s*;")
+_PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")
 _REVERT_OF = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERTED_PR = re.compile(r"Reverted \S*/pull/(\d+)")
 _RELAND_TITLE = re.compile(r"^\s*(?:\[?re-?land(?:ed|ing)?\]?:?\s*)+", re.IGNORECASE)
@@ -364,6 +379,9 @@ class _SymbolClue(_Clue):
     role: str  # how to call it in a reason: "symbol", "class", "hook", ...
     strength: float  # 1.0 for the failing symbol itself, less for qualifiers
     renamed_to: str | None = None  # the compiler's "did you mean" suggestion
+    # An added declaration: a new overload or member is a weak hint, but a dtype added to
+    # the ScalarType list is what a new-dtype failure is about.
+    added_declaration: float = 0.6
 
     def match_file(self, f: _FileIndex) -> _Hit | None:
         name = self.name
@@ -401,7 +419,7 @@ class _SymbolClue(_Clue):
                 w, text = 0.9, f"adds the pure virtual `{name}`"
             else:
                 added_decl |= decl
-                w = 0.2 if comment else (0.6 if decl else 0.45)
+                w = 0.2 if comment else (self.added_declaration if decl else 0.45)
                 verb = "a comment on" if comment else ("a declaration of" if decl else "a use of")
                 text = f"adds {verb} `{name}`"
             if w > best:
@@ -560,7 +578,10 @@ def _symbol_clues(captures: Mapping[str, str]) -> list[_Clue]:
     dtype = captures.get("dtype")
     if dtype:
         short = dtype.rsplit(".", 1)[-1]
-        add(_DTYPE_ALIASES.get(short, short), "dtype", 0.8)
+        name = _DTYPE_ALIASES.get(short, short)
+        if name not in seen:
+            seen.add(name)
+            clues.append(_SymbolClue(name, "dtype", 1.0, added_declaration=0.85))
     op = captures.get("op")
     if op:
         base = op.split("::")[-1].split(".")[0]
@@ -733,8 +754,10 @@ class RangeIndex:
             if commit.sha in self.relands:
                 reasons.append(self.relands[commit.sha])
             # Equal scores keep range order, so the ranking depends on nothing but the input.
+            # The PR is its own field: the title reads as the PR's.
+            title = _PR_SUFFIX.sub("", commit.title) if commit.pr else commit.title
             suspects.append((score, position,
-                             Suspect(commit.sha, commit.pr, commit.title, score, tuple(reasons))))
+                             Suspect(commit.sha, commit.pr, title, score, tuple(reasons))))
         suspects.sort(key=lambda s: (-s[0], s[1]))
         ranked = tuple(s for _, _, s in suspects[:limit])
         return CulpritRanking(

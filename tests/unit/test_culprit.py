@@ -205,3 +205,32 @@ def test_reformatting_a_declaration_is_not_changing_it() -> None:
     assert [s.sha for s in ranking.suspects] == [culprit.sha, clang_format.sha]
     assert ranking.suspects[0].reasons[0].startswith("changes the declaration of `allocate`")
     assert ranking.suspects[1].score < 0.2
+
+
+def test_a_commit_explaining_every_failure_outranks_one_explaining_one() -> None:
+    header_gone = HEADER_MOVED
+    helper_gone = SYMBOL_REMOVED
+    both = _commit(1, "[ATen] Move host allocator, drop the barebones helper",
+                   FileChange("aten/src/ATen/core/CachingHostAllocator.h", "removed"),
+                   FileChange("c10/core/ScalarType.h", "modified", patch=_patch(
+                       "-inline bool isBarebonesUnsignedType(ScalarType t) {")))
+    one = _commit(2, "[c10] Drop the barebones helper", FileChange(
+        "c10/core/ScalarType.h", "modified", patch=_patch(
+            "-inline bool isBarebonesUnsignedType(ScalarType t) {")))
+    ranking = rank_culprits([header_gone, helper_gone], [one, both])
+    assert [s.sha for s in ranking.suspects] == [both.sha, one.sha]
+    assert ranking.suspects[0].score > ranking.suspects[1].score
+
+
+def test_the_ranking_serialises_for_the_cli() -> None:
+    culprit = _commit(1, "[c10] Fold the barebones unsigned check", FileChange(
+        "c10/core/ScalarType.h", "modified",
+        patch=_patch("-inline bool isBarebonesUnsignedType(ScalarType t) {")))
+    data = rank_culprits([SYMBOL_REMOVED], [culprit]).to_dict()
+    assert data["confidence"] == "high"
+    assert data["suspects"] == [{
+        "sha": culprit.sha, "pr": 110001, "title": "[c10] Fold the barebones unsigned check",
+        "score": data["suspects"][0]["score"],  # type: ignore[index]
+        "reasons": ["removes a line declaring `isBarebonesUnsignedType` (symbol) in "
+                    "c10/core/ScalarType.h"],
+    }]
