@@ -598,7 +598,6 @@ def _module_paths(module: str) -> tuple[str, ...]:
 
 
 _QUOTED_MESSAGE = re.compile(r"(?:Error|Exception|error):\s*(.+)$")
-_BACKEND_ATTRIBUTE = re.compile(r"\.is_(\w+)\b")
 # How pytest shows a tensor's or a device's backend: device='openreg:0', device(type='openreg'.
 _BACKEND_NAME = re.compile(r"device(?:=|\(type=)'(\w+)[':]")
 
@@ -664,8 +663,8 @@ def _reverts(commits: Sequence[UpstreamCommit]) -> tuple[dict[str, str], dict[st
     """(cleared sha -> why, reland sha -> why) for the range, oldest first.
 
     A commit reverted later in the range cannot be the culprit (its change is undone), and
-    neither can the revert itself; a later commit that relands it (same PR, or a "Reland"
-    of the same title) is a suspect like any other.
+    neither can the revert itself; a later commit that relands it (the same PR merged again,
+    or a new PR with the same title, "Reland" or not) is a suspect like any other.
     """
     by_sha = {c.sha: c for c in commits}
     position = {c.sha: i for i, c in enumerate(commits)}
@@ -679,7 +678,9 @@ def _reverts(commits: Sequence[UpstreamCommit]) -> tuple[dict[str, str], dict[st
         if target is None:
             pr = _REVERTED_PR.search(commit.message)
             if pr:
-                target = next((c for c in commits[:i] if c.pr == int(pr.group(1))), None)
+                # The latest landing of that PR not already undone (a PR may land twice).
+                target = next((c for c in reversed(commits[:i])
+                               if c.pr == int(pr.group(1)) and c.sha not in cleared), None)
         if target is None or position[target.sha] > i:
             continue  # reverts something before the range: a real change, scored as such
         cleared[target.sha] = f"reverted by {commit.sha[:12]} later in the range"
@@ -689,9 +690,9 @@ def _reverts(commits: Sequence[UpstreamCommit]) -> tuple[dict[str, str], dict[st
             if later.sha in cleared:
                 continue
             if (target.pr is not None and later.pr == target.pr) or (
-                    _RELAND_TITLE.match(later.title) and _plain_title(later.title) == title):
-                relands[later.sha] = (f"relands {('#' + str(target.pr)) if target.pr else target.sha[:12]}"
-                                      f" after its revert")
+                    _plain_title(later.title) == title):
+                what = f"#{target.pr}" if target.pr is not None else target.sha[:12]
+                relands[later.sha] = f"relands {what} after its revert"
                 break
     # A reland that is itself reverted later stays cleared.
     for sha in list(relands):

@@ -234,3 +234,19 @@ def test_the_ranking_serialises_for_the_cli() -> None:
         "reasons": ["removes a line declaring `isBarebonesUnsignedType` (symbol) in "
                     "c10/core/ScalarType.h"],
     }]
+
+
+def test_the_same_pr_merged_again_after_its_revert_is_the_suspect() -> None:
+    removal = FileChange("c10/core/ScalarType.h", "modified", patch=_patch(
+        "-inline bool isBarebonesUnsignedType(ScalarType t) {"))
+    first = _commit(1, "[c10] Drop isBarebonesUnsignedType", removal)
+    # pytorchmergebot's revert names the PR; the re-merge lands the same PR again.
+    revert = UpstreamCommit(
+        sha=f"{2:040x}", pr=None,
+        message=('Revert "[c10] Drop isBarebonesUnsignedType (#110001)"\n\n'
+                 "Reverted https://github.com/pytorch/pytorch/pull/110001 on behalf of "
+                 "https://github.com/huydhn due to breaking trunk"))
+    again = UpstreamCommit(sha=f"{3:040x}", message=first.message, files=first.files, pr=first.pr)
+    ranking = rank_culprits([SYMBOL_REMOVED], [first, revert, again])
+    assert [s.sha for s in ranking.suspects] == [again.sha]
+    assert ranking.suspects[0].reasons[-1] == "relands #110001 after its revert"
