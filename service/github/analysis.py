@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from service.domain.culprit import CulpritRanking, FailureEvidence, rank_culprits, stack_frames
+from service.domain.culprit import (
+    CulpritRanking,
+    FailureEvidence,
+    evidence_from_finding,
+    rank_culprits,
+)
 from service.domain.upstream import UpstreamCommit
+from service.domain.verdict import Finding
 from service.models import Failure
 
 
@@ -16,23 +22,9 @@ class CommitSource(Protocol):
 
 
 def evidence_of(failures: Iterable[Failure]) -> list[FailureEvidence]:
-    """What each stored failure names, as the scorer reads it."""
-    evidence = []
-    for failure in failures:
-        finding = failure.finding or {}
-        context = tuple(finding.get("context_before", ())) + tuple(finding.get("context_after", ()))
-        evidence.append(
-            FailureEvidence(
-                category=failure.category or "",
-                subtype=failure.subtype or "",
-                captures={k: str(v) for k, v in (failure.captures or {}).items()},
-                line=failure.line,
-                stage=failure.stage,
-                context=context,
-                frames=stack_frames(context),
-            )
-        )
-    return evidence
+    """What each stored failure names, as the scorer reads it (from the classifier's
+    finding, stored whole on the failure)."""
+    return [evidence_from_finding(Finding.from_dict(f.finding)) for f in failures if f.finding]
 
 
 def rank_range(
@@ -42,16 +34,7 @@ def rank_range(
 
 
 def suspects_json(ranking: CulpritRanking) -> list[dict[str, Any]]:
-    return [
-        {
-            "sha": s.sha,
-            "pr": s.pr,
-            "title": s.title,
-            "score": round(s.score, 4),
-            "reasons": list(s.reasons),
-        }
-        for s in ranking.suspects
-    ]
+    return [s.to_dict() for s in ranking.suspects]
 
 
 def ranking_note(ranking: CulpritRanking, base_sha: str, head_sha: str) -> str | None:
