@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ PIN_FILE = ".ci/pytorch-pin.txt"
 MARKER = "<!-- ootci:breakage:7 -->"
 
 pytestmark = pytest.mark.timeout(120)
+pytest_plugins = ["tests.support.github_fixtures"]
 
 
 class RecordedSleep:
@@ -38,10 +38,8 @@ class RecordedSleep:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub(token="ghp_fake_0123456789") as server:
-        server.add_repo(UPSTREAM)
-        yield server
+def fake(fake_github: FakeGitHub) -> FakeGitHub:
+    return fake_github
 
 
 @pytest.fixture
@@ -345,7 +343,8 @@ def test_nobody_answering_is_unavailable_after_bounded_retries(sleeps: RecordedS
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = GitHubClient(f"http://127.0.0.1:{port}", "t", backoff=Backoff(max_retries=3), sleep=sleeps, timeout_s=2)
+    client = GitHubClient(f"http://127.0.0.1:{port}", "t", backoff=Backoff(max_retries=3), sleep=sleeps,
+                          timeout_s=2, write_interval_s=0)
 
     with pytest.raises(GitHubUnavailable, match=r"no answer from http://127.0.0.1:\d+ \(ConnectionError\) \(gave up after 4 tries\)"):
         client.set_status("a" * 40, "success", "ootci/acme", "ok")

@@ -13,7 +13,8 @@ GitHub's REST reference. Use it as a context manager::
         fake.load_compare_case(json.loads(path.read_text()))
         Github(base_url=fake.url, auth=Auth.Token("t0k")) ...
 
-or through the ``fake_github`` pytest fixture below.
+or through the ``fake_github`` pytest fixture of :mod:`tests.support.github_fixtures`
+(``pytest_plugins = ["tests.support.github_fixtures"]`` in a test module or conftest).
 """
 
 from __future__ import annotations
@@ -26,14 +27,12 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
-
-import pytest
 
 from tests.support import github_shapes as shapes
 
@@ -178,6 +177,9 @@ class FakeGitHub:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes; without TCP_NODELAY each keep-alive
+            # answer waits ~40 ms for the client's delayed ACK.
+            disable_nagle_algorithm = True
 
             def _serve(self) -> None:
                 fake._serve(self)
@@ -189,7 +191,9 @@ class FakeGitHub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-github", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-github", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -779,14 +783,3 @@ def _put_contents(fake: FakeGitHub, state: RepoState, p: Mapping[str, str], q: d
                        "parents": commit["parents"]},
         },
     )
-
-
-# -- pytest ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake_github() -> Iterator[FakeGitHub]:
-    """A started fake GitHub with ``pytorch/pytorch`` present; stopped after the test."""
-    with FakeGitHub() as fake:
-        fake.add_repo("pytorch/pytorch")
-        yield fake
