@@ -7,8 +7,10 @@ recorded instead of done, so the tests can assert how long the client would have
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -378,3 +380,30 @@ def test_settings_configure_the_client(fake: FakeGitHub, sleeps: RecordedSleep) 
     with pytest.raises(GitHubUnavailable, match=r"gave up after 2 tries"):
         client.add_label(pr, "x")
     assert client.upstream_repo == "pytorch/pytorch" and sleeps.waits == [1.0]
+
+
+# -- the culprit corpus through the adapter ----------------------------------------------------
+
+CULPRIT_CASES = sorted((Path(__file__).parents[1] / "fixtures" / "culprit").glob("*.json"))
+
+
+@pytest.mark.parametrize("case_path", CULPRIT_CASES, ids=[p.stem for p in CULPRIT_CASES])
+def test_every_culprit_case_reads_back_through_pygithub_unchanged(
+    fake: FakeGitHub, client: GitHubClient, case_path: Path
+) -> None:
+    case = json.loads(case_path.read_text())
+    base, head = fake.load_compare_case(case)
+
+    commits = client.compare(base, head)
+
+    assert [c.sha for c in commits] == [c["sha"] for c in case["compare"]["commits"]]
+    for c in commits:
+        recorded = case["commits"][c.sha]
+        assert c.message == recorded["commit"]["message"]
+        assert [(f.filename, f.status, f.previous_filename, f.patch) for f in c.files] == [
+            (f["filename"], f["status"], f.get("previous_filename"), f.get("patch")) for f in recorded["files"]
+        ]
+    expected = case["expected"]
+    if expected["sha"]:
+        [culprit] = [c for c in commits if c.sha == expected["sha"]]
+        assert culprit.pr == expected["pr"]

@@ -242,11 +242,14 @@ class FakeGitHub:
         with self._lock:
             state.compares[(base, head)] = response
 
-    def load_compare_case(self, case: Mapping[str, Any] | Path, repo: str = "pytorch/pytorch") -> tuple[str, str]:
-        """Load a recorded case: ``{"compare": <compare response>, "commits": {sha: <commit
-        response>}, "pulls": {sha: [<pull request>...]} (optional)}``. Returns (base, head)."""
+    def load_compare_case(self, case: Mapping[str, Any] | Path, repo: str | None = None) -> tuple[str, str]:
+        """Load a case of the culprit corpus (tests/fixtures/culprit/): ``{"compare": <compare
+        response>, "commits": {sha: <commit response>}, "pulls": {sha: [<pull request>...]}
+        (optional), "repository": "o/r" (optional)}``; other keys are ignored. Returns
+        (base, head), the shas to compare."""
         if isinstance(case, Path):
             case = json.loads(case.read_text())
+        repo = repo or str(case.get("repository") or "pytorch/pytorch")
         compare = case["compare"]
         for detail in case.get("commits", {}).values():
             self.add_commit(repo, detail)
