@@ -254,6 +254,21 @@ def test_502_then_200_delivers_the_comment_exactly_once(
     assert posts == [502, 502, 201]
 
 
+def test_a_comment_whose_answer_was_lost_is_found_again_not_posted_twice(
+    fake: FakeGitHub, client: GitHubClient, sleeps: RecordedSleep
+) -> None:
+    pr = open_upstream_pr(fake)
+    # GitHub stored the comment, then the proxy in front of it answered 502.
+    fake.fail_with_5xx(times=1, status=502, method="POST", path=r"/comments$", after_handling=True)
+
+    comment_id, _, created = client.upsert_comment(pr, MARKER, "breaks acme")
+
+    [stored] = fake.comments(UPSTREAM, pr)
+    assert stored["id"] == comment_id and not created
+    assert [r.method for r in fake.requests if r.method != "GET"] == ["POST"]
+    assert sleeps.waits == [1.0]
+
+
 def test_a_lasting_outage_raises_unavailable_and_a_later_call_delivers(
     fake: FakeGitHub, sleeps: RecordedSleep
 ) -> None:

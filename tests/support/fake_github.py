@@ -70,6 +70,8 @@ class Fault:
     times: int = 1
     # Computed when played, so a reset time is relative to the request, not to the script.
     headers_at: Callable[[float], dict[str, str]] | None = None
+    # The request is carried out, then the fault answered: a write whose answer was lost.
+    after_handling: bool = False
 
     def matches(self, method: str, path: str) -> bool:
         if self.times <= 0:
@@ -305,6 +307,7 @@ class FakeGitHub:
         headers: Mapping[str, str] | None = None,
         headers_at: Callable[[float], dict[str, str]] | None = None,
         documentation_url: str = "https://docs.github.com/rest",
+        after_handling: bool = False,
     ) -> Fault:
         fault = Fault(
             status=status,
@@ -314,6 +317,7 @@ class FakeGitHub:
             path=re.compile(path) if path else None,
             times=times,
             headers_at=headers_at,
+            after_handling=after_handling,
         )
         with self._lock:
             self.faults.append(fault)
@@ -418,6 +422,12 @@ class FakeGitHub:
         for fault in self.faults:
             if fault.matches(method, path):
                 fault.times -= 1
+                if fault.after_handling:
+                    try:
+                        self._check_token(method, authorization)
+                        self._route(method, path, query, body)
+                    except HttpError:
+                        pass
                 headers = {**fault.headers, **(fault.headers_at(now) if fault.headers_at else {})}
                 return Answer(fault.status, fault.body, headers)
         self._remaining = max(self._remaining - 1, 0)
