@@ -43,7 +43,8 @@ StatusState = Literal["error", "failure", "pending", "success"]
 # GitHub's "Best practices for using the REST API": make write requests at least one
 # second apart. Reads are made one at a time, which is the other half of that advice.
 WRITE_INTERVAL_S = 1.0
-# GitHub truncates nothing for us: a longer status description is a 422.
+# GitHub answers a longer status description with 422 "description is too long
+# (maximum is 140 characters)".
 _STATUS_DESCRIPTION_MAX = 140
 
 
@@ -81,14 +82,23 @@ class GitHubClient:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: object) -> GitHubClient:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        write_interval_s: float = WRITE_INTERVAL_S,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> GitHubClient:
         return cls(
             settings.github_api_url,
             settings.github_token.get_secret_value(),
             settings.upstream_repo,
             timeout_s=settings.github_timeout_s,
             backoff=Backoff(max_retries=settings.github_max_retries),
-            **overrides,  # type: ignore[arg-type]
+            write_interval_s=write_interval_s,
+            sleep=sleep,
+            clock=clock,
         )
 
     def __repr__(self) -> str:  # never the token
@@ -191,7 +201,7 @@ class GitHubClient:
         payload: dict[str, str] = {
             "state": state,
             "context": context,
-            "description": description[:_STATUS_DESCRIPTION_MAX],
+            "description": _clip(description, _STATUS_DESCRIPTION_MAX),
         }
         if target_url:
             payload["target_url"] = target_url
@@ -209,16 +219,21 @@ class GitHubClient:
     # -- the weekly pin-bump pull request ----------------------------------------------------
     def upsert_pull_request(
         self, repo: str, branch: str, base: str, path: str, content: str, title: str, body: str
-    ) -> tuple[int, str, bool]:
+    ) -> tuple[int, str, bool] | None:
         """One branch and one open PR proposing ``content`` for ``path``, updated in place.
 
         When the file differs, the branch is reset onto ``base``'s head and the file is
         committed on it: the PR is always one commit on today's base, as a bump bot's is.
-        Returns (PR number, its html_url, whether the PR was created now)."""
+        Returns (PR number, its html_url, whether the PR was created now), or None when
+        ``base`` already holds ``content`` (the pin caught up): then there is nothing to
+        propose, and an open PR from ``branch`` is closed."""
         gh_repo = self._repo(repo)
         owner = repo.split("/", 1)[0]
 
-        def upsert() -> tuple[int, str, bool]:
+        def upsert() -> tuple[int, str, bool] | None:
+            if _file_text(gh_repo, path, base) == content:
+                _close_pulls(gh_repo, owner, branch)
+                return None
             base_sha = gh_repo.get_git_ref(f"heads/{base}").object.sha
             branch_ref = _branch_ref(gh_repo, branch)
             if branch_ref is None:
@@ -247,14 +262,7 @@ class GitHubClient:
         gh_repo = self._repo(repo)
         owner = repo.split("/", 1)[0]
 
-        def close() -> list[int]:
-            closed = []
-            for pull in gh_repo.get_pulls(state="open", head=f"{owner}:{branch}"):
-                pull.edit(state="closed")
-                closed.append(pull.number)
-            return closed
-
-        return self._call(repo, f"close pull request from {branch}", close)
+        return self._call(repo, f"close pull request from {branch}", lambda: _close_pulls(gh_repo, owner, branch))
 
     # -- plumbing ----------------------------------------------------------------------------
     def _repo(self, full_name: str) -> Repository:
@@ -280,6 +288,18 @@ class GitHubClient:
             )
             self._sleep(decision.retry_in_s)
             attempt += 1
+
+
+def _close_pulls(repo: Repository, owner: str, branch: str) -> list[int]:
+    closed = []
+    for pull in repo.get_pulls(state="open", head=f"{owner}:{branch}"):
+        pull.edit(state="closed")
+        closed.append(pull.number)
+    return closed
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _message(exc: GithubException) -> str:

@@ -196,7 +196,7 @@ def test_status_lands_on_the_head_sha(fake: FakeGitHub, client: GitHubClient) ->
     assert status["id"] == status_id
     assert (status["state"], status["context"], status["target_url"]) == (
         "failure", "ootci/acme", "https://ootci.example/runs/9")
-    assert len(status["description"]) == 140
+    assert len(status["description"]) == 140 and status["description"].endswith("x\u2026")
 
 
 # -- the weekly pin-bump PR ------------------------------------------------------------------
@@ -234,6 +234,20 @@ def test_bump_pr_is_opened_once_updated_in_place_then_closed(fake: FakeGitHub, c
     assert client.close_pull_request(VENDOR, branch) == [number]
     assert fake.pulls(VENDOR)[0]["state"] == "closed"
     assert client.close_pull_request(VENDOR, branch) == []
+
+
+def test_bump_pr_is_closed_once_the_base_holds_the_pin(fake: FakeGitHub, client: GitHubClient) -> None:
+    fake.add_repo(VENDOR)
+    fake.add_branch(VENDOR, "main", {PIN_FILE: "nightly:2026-11-01\n"})
+    branch = "ootci/pin-bump"
+    opened = client.upsert_pull_request(VENDOR, branch, "main", PIN_FILE, "nightly:2026-11-16\n", "Bump", "")
+    assert opened is not None
+
+    fake.add_branch(VENDOR, "main", {PIN_FILE: "nightly:2026-11-16\n"}, message="vendor bumped by hand")
+    assert client.upsert_pull_request(VENDOR, branch, "main", PIN_FILE, "nightly:2026-11-16\n", "Bump", "") is None
+
+    [pr] = fake.pulls(VENDOR)
+    assert (pr["number"], pr["state"]) == (opened[0], "closed")
 
 
 # -- failures ----------------------------------------------------------------------------------

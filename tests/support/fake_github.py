@@ -623,6 +623,10 @@ def _create_pull(fake: FakeGitHub, state: RepoState, p: Mapping[str, str], q: di
         raise HttpError(422, "Validation Failed",
                         errors=[{"resource": "PullRequest", "field": f, "code": "invalid"} for f in invalid])
     assert head_sha is not None and base_sha is not None
+    if state.is_ancestor(head_sha, base_sha):
+        raise HttpError(422, "Validation Failed", errors=[{
+            "resource": "PullRequest", "code": "custom",
+            "message": f"No commits between {body['base']} and {head_ref}"}])
     for pr in state.pulls.values():
         if pr["state"] == "open" and pr["head"]["ref"] == head_ref and pr["base"]["ref"] == body["base"]:
             raise HttpError(422, "Validation Failed", errors=[{
@@ -714,6 +718,10 @@ def _create_status(fake: FakeGitHub, state: RepoState, p: Mapping[str, str], q: 
     if body["state"] not in ("error", "failure", "pending", "success"):
         raise HttpError(422, "Validation Failed", errors=[{"resource": "Status", "field": "state",
                                                             "code": "custom"}])
+    if len(str(body.get("description") or "")) > 140:
+        raise HttpError(422, "Validation Failed", errors=[{
+            "resource": "Status", "field": "description", "code": "custom",
+            "message": "description is too long (maximum is 140 characters)"}])
     if p["sha"] not in state.commits:
         raise HttpError(422, f"No commit found for SHA: {p['sha']}")
     status = shapes.commit_status(state.full_name, next(fake._ids), p["sha"], body, fake.login, _now_iso())
