@@ -10,6 +10,8 @@ import hashlib
 import json
 import logging
 import socket
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,35 @@ def open_upstream_pr(fake: FakeGitHub, number: int = 123_456) -> int:
     head = fake.add_commit(UPSTREAM, shapes.commit(UPSTREAM, sha_of(999), "the suspect (#123456)", files=[]))
     return fake.add_pull(UPSTREAM, shapes.pull_request(UPSTREAM, number, title="the suspect", head_ref="suspect",
                                                         head_sha=head))
+
+
+# -- the fake itself, as a plain HTTP client sees it ----------------------------------------------
+
+
+def _get(url: str, authorization: str | None = None) -> tuple[int, dict[str, str], Any]:
+    request = urllib.request.Request(url, headers={"Authorization": authorization} if authorization else {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), json.loads(exc.read())
+
+
+def test_the_fake_checks_tokens_and_pages_like_github(fake: FakeGitHub) -> None:
+    pr = open_upstream_pr(fake)
+    fake.seed_comments(UPSTREAM, pr, [f"c{i}" for i in range(5)])
+    url = f"{fake.url}/repos/{UPSTREAM}/issues/{pr}/comments?per_page=2&page=2"
+
+    status, headers, page = _get(url, f"Bearer {fake.token}")
+    assert status == 200 and [c["body"] for c in page] == ["c2", "c3"]
+    links = dict(reversed(part.split("; rel=")) for part in headers["Link"].split(", "))
+    assert links['"next"'].endswith("per_page=2&page=3>") and links['"last"'].endswith("page=3>")
+    assert links['"prev"'].endswith("page=1>") and links['"first"'].endswith("page=1>")
+    assert all(c["url"].startswith(f"{fake.url}/repos/") for c in page), "URLs point back at the fake"
+
+    status, _, body = _get(url, "token not-the-token")
+    assert (status, body["message"], body["documentation_url"]) == (401, "Bad credentials", "https://docs.github.com/rest")
+    assert [r.authorization for r in fake.requests] == [f"Bearer {fake.token}", "token not-the-token"]
 
 
 # -- reading the range -------------------------------------------------------------------------
