@@ -171,6 +171,19 @@ def test_compare_longer_than_a_page_returns_every_commit_in_order_with_files_and
     assert not fake.writes()
 
 
+def test_the_prs_a_loaded_range_names_can_be_labelled_and_commented(fake: FakeGitHub, client: GitHubClient) -> None:
+    case, expected = upstream_case(6)
+    fake.load_compare_case(case)
+    named = expected[sha_of(3)]["pr"]  # named by its title suffix only
+
+    client.add_label(named, "module: PrivateUse1-break")
+    client.upsert_comment(named, MARKER, "breaks acme")
+
+    assert fake.labels(UPSTREAM, named) == ["module: PrivateUse1-break"]
+    [pr] = [p for p in fake.pulls(UPSTREAM) if p["number"] == named]
+    assert (pr["title"], pr["state"], pr["merge_commit_sha"]) == ("[c10] change 3", "closed", sha_of(3))
+
+
 def test_compare_of_an_unknown_range_is_unavailable_not_empty(fake: FakeGitHub, client: GitHubClient) -> None:
     with pytest.raises(GitHubUnavailable, match=r"compare .* on pytorch/pytorch: 404"):
         client.compare("a" * 40, "b" * 40)

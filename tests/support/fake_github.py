@@ -27,17 +27,19 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from service.domain.upstream import pr_number_from_message
 from tests.support import github_shapes as shapes
 
 JSON = dict[str, Any]
 _REQUEST_BUDGET = 5000
+_TITLE_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,7 @@ class FakeGitHub:
         for sha, pulls in case.get("pulls", {}).items():
             for pr in pulls:
                 self.add_pull(repo, pr, commits=[sha])
+        self._add_landed_pulls(repo, case.get("commits", {}).values())
         listed = compare.get("commits", [])
         base = str(case.get("base") or compare["base_commit"]["sha"])
         head = str(case.get("head") or (listed[-1]["sha"] if listed else base))
@@ -274,6 +277,24 @@ class FakeGitHub:
             for sha in commits:
                 state.commit_pulls.setdefault(sha, []).append(number)
             return number
+
+    def _add_landed_pulls(self, repo: str, details: Iterable[JSON]) -> None:
+        """The merged PR each commit names in its message, as GitHub has it: so labels and
+        comments can be written on the PRs of a loaded range, and commit->pulls finds them."""
+        state = self.add_repo(repo)
+        for detail in details:
+            number = pr_number_from_message(detail["commit"]["message"])
+            if number is None or number in state.pulls:
+                continue
+            landed = detail["commit"]["committer"]["date"]
+            title = _TITLE_SUFFIX.sub("", detail["commit"]["message"].split("\n", 1)[0]).strip()
+            author = (detail.get("author") or {}).get("login") or "octocat"
+            pr = shapes.pull_request(
+                repo, number, title=title, head_ref=f"gh/{author}/{number}", head_sha=detail["sha"],
+                state="closed", author=author, merged_at=landed, merge_commit_sha=detail["sha"],
+                created_at=landed,
+            )
+            self.add_pull(repo, pr, commits=[detail["sha"]])
 
     def add_branch(self, repo: str, branch: str, files: Mapping[str, str], message: str = "initial") -> str:
         """A branch whose head commit holds ``files`` (on top of the branch's head if it exists)."""
