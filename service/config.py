@@ -81,6 +81,14 @@ class Settings(BaseSettings):
     github_api_url: str = "https://api.github.com"
     github_repo: str = "pytorch/pytorch"
     github_label: str = "module: PrivateUse1-break"
+    upstream_repo: str = Field(
+        "pytorch/pytorch", description="The upstream repository whose commits and PRs ootci reads."
+    )
+    github_timeout_s: float = Field(15.0, gt=0, description="Timeout of one GitHub API request.")
+    github_max_retries: int = Field(
+        4, ge=0, le=10,
+        description="Retries of a GitHub call after a 5xx, a dropped connection or a rate limit.",
+    )
 
     # Beat schedule.
     nightly_cron: str = "0 3 * * *"
