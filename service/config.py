@@ -89,6 +89,17 @@ class Settings(BaseSettings):
         4, ge=0, le=10,
         description="Retries of a GitHub call after a 5xx, a dropped connection or a rate limit.",
     )
+    culprit_min_score: float = Field(
+        0.5, ge=0, le=1,
+        description="A breakage's top suspect is labelled and commented on only from this score.",
+    )
+    github_unlabel_on_fix: bool = Field(
+        False, description="Remove the label from the suspected PR once its breakages resolve."
+    )
+    public_url: str = Field(
+        "", description="Where the dashboard is reachable, for links in GitHub comments "
+        "(e.g. https://ootci.example.org); empty: comments carry no links."
+    )
 
     # Beat schedule.
     nightly_cron: str = "0 3 * * *"

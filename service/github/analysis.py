@@ -4,7 +4,7 @@ pure scorer against what the failures name. Shared by the outbox drain and `ootc
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from service.domain.culprit import (
     CulpritRanking,
@@ -12,13 +12,9 @@ from service.domain.culprit import (
     evidence_from_finding,
     rank_culprits,
 )
-from service.domain.upstream import UpstreamCommit
 from service.domain.verdict import Finding
+from service.github.client import GitHubClient
 from service.models import Failure
-
-
-class CommitSource(Protocol):
-    def compare(self, base: str, head: str) -> list[UpstreamCommit]: ...
 
 
 def evidence_of(failures: Iterable[Failure]) -> list[FailureEvidence]:
@@ -28,7 +24,7 @@ def evidence_of(failures: Iterable[Failure]) -> list[FailureEvidence]:
 
 
 def rank_range(
-    source: CommitSource, failures: Iterable[Failure], base_sha: str, head_sha: str
+    source: GitHubClient, failures: Iterable[Failure], base_sha: str, head_sha: str
 ) -> CulpritRanking:
     return rank_culprits(evidence_of(failures), source.compare(base_sha, head_sha))
 

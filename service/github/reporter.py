@@ -14,31 +14,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands import culprits, outbox
+from service.config import Settings
 from service.domain.pr_comment import MARKER, BreakageReport, render
-from service.domain.upstream import UpstreamCommit
 from service.github.analysis import rank_range, ranking_note, suspects_json
-from service.github.client import GitHubConfigError, GitHubUnavailable
+from service.github.client import GitHubClient
+from service.github.errors import GitHubConfigError, GitHubUnavailable
 from service.models import Backend, Breakage, BreakageStatus, Failure, OutboxKind, OutboxMessage
 
 log = logging.getLogger(__name__)
-
-
-class GitHub(Protocol):
-    """What the drain needs of ``service.github.client.GitHubClient``."""
-
-    def compare(self, base: str, head: str) -> list[UpstreamCommit]: ...
-    def add_label(self, pr: int, name: str) -> None: ...
-    def remove_label(self, pr: int, name: str) -> None: ...
-    def upsert_comment(self, pr: int, marker: str, body: str) -> tuple[int, str, bool]: ...
-    def set_status(
-        self, sha: str, state: str, context: str, description: str, target_url: str | None
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +53,7 @@ def breakage_url(public_url: str, breakage_id: int) -> str | None:
     return f"{public_url.rstrip('/')}/breakages/{breakage_id}" if public_url else None
 
 
-def _analyse(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+def _analyse(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
     breakage = session.get(Breakage, message.payload["breakage_id"])
     if breakage is None or not (breakage.range_base_sha and breakage.range_head_sha):
         return {"skipped": "the breakage is gone or has no range"}
@@ -112,7 +101,7 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
     return reports
 
 
-def _report_pr(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+def _report_pr(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
     pr = int(message.payload["pr"])
     reports = pr_reports(session, pr, cfg)
     if not reports:
@@ -131,14 +120,14 @@ def _report_pr(session: Session, message: OutboxMessage, github: GitHub, cfg: Re
     return {**result, "comment_id": comment_id, "comment_url": url, "created": created}
 
 
-def _status(session: Session, message: OutboxMessage, github: GitHub, cfg: ReportSettings) -> dict[str, Any]:
+def _status(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
     p = message.payload
     if cfg.can_write:
         github.set_status(p["sha"], p["state"], p["context"], p["description"], p.get("target_url"))
     return dict(p)
 
 
-_HANDLERS: dict[str, Callable[[Session, OutboxMessage, GitHub, ReportSettings], dict[str, Any]]] = {
+_HANDLERS: dict[str, Callable[[Session, OutboxMessage, GitHubClient, ReportSettings], dict[str, Any]]] = {
     OutboxKind.CULPRIT: _analyse,
     OutboxKind.PR_REPORT: _report_pr,
     OutboxKind.STATUS: _status,
@@ -148,7 +137,7 @@ _WRITES = {OutboxKind.PR_REPORT, OutboxKind.STATUS}
 
 
 def drain(
-    sessions: Callable[[], Session], github: GitHub, cfg: ReportSettings, *, limit: int = 100
+    sessions: Callable[[], Session], github: GitHubClient, cfg: ReportSettings, *, limit: int = 100
 ) -> DrainResult:
     """Send the due messages, oldest first; each committed on its own."""
     result = DrainResult()
@@ -168,7 +157,7 @@ def drain(
                 break
             except GitHubUnavailable as exc:
                 session.rollback()
-                _retry_later(sessions, message.id, str(exc), exc.retry_after_s)
+                _retry_later(sessions, message.id, str(exc), None)
                 result.retried += 1
                 result.errors.append(str(exc))
                 continue
@@ -188,3 +177,19 @@ def _retry_later(sessions: Callable[[], Session], message_id: int, error: str, w
         if message is not None:
             outbox.mark_retry(message, error, wait_s=wait_s)
             session.commit()
+
+
+def report_settings(settings: Settings) -> ReportSettings:
+    return ReportSettings(
+        repo=settings.upstream_repo,
+        label=settings.github_label,
+        min_score=settings.culprit_min_score,
+        public_url=settings.public_url,
+        unlabel_on_fix=settings.github_unlabel_on_fix,
+        can_write=bool(settings.github_token.get_secret_value()),
+    )
+
+
+def drain_with_settings(settings: Settings, sessions: Callable[[], Session]) -> DrainResult:
+    """The drain as the worker task and the embedded mode run it."""
+    return drain(sessions, GitHubClient.from_settings(settings), report_settings(settings))

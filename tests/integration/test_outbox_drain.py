@@ -1,0 +1,187 @@
+"""The outbox drain against a real HTTP server speaking GitHub's REST API: a breakage's
+range is listed and ranked, its PR labelled and commented on once, the comment edited as
+nights go by and when the breakage resolves; outages delay and never lose or duplicate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.commands import culprits
+from service.domain.pr_comment import MARKER
+from service.github.client import GitHubClient
+from service.github.reporter import ReportSettings, drain
+from service.models import (
+    Breakage,
+    BreakageStatus,
+    Failure,
+    OutboxKind,
+    OutboxMessage,
+    OutboxState,
+    Run,
+    RunState,
+    TorchBuild,
+)
+from tests.helpers import add_backend
+from tests.support.fake_github import FakeGitHub
+
+pytest_plugins = ["tests.support.github_fixtures"]
+
+REPO = "pytorch/pytorch"
+CASE = Path(__file__).resolve().parents[1] / "fixtures" / "culprit" / "allocate-const.json"
+LABEL = "module: PrivateUse1-break"
+
+
+def _cfg(**kw: Any) -> ReportSettings:
+    base: dict[str, Any] = dict(repo=REPO, label=LABEL, min_score=0.5,
+                                public_url="https://ootci.example", unlabel_on_fix=True,
+                                can_write=True)
+    base.update(kw)
+    return ReportSettings(**base)
+
+
+def _client(fake: FakeGitHub, token: str | None = None, sleeps: list[float] | None = None) -> GitHubClient:
+    return GitHubClient(fake.url, fake.token if token is None else token, REPO,
+                        write_interval_s=0, sleep=(sleeps.append if sleeps is not None else lambda s: None))
+
+
+def _breakage_with_range(session: Session, base: str, head: str) -> Breakage:
+    """A red nightly whose build failed as the case's evidence says, after a green one."""
+    case = json.loads(CASE.read_text())
+    backend = add_backend(session)
+    runs = []
+    for git, state in ((base, RunState.PASSED), (head, RunState.FAILED)):
+        build = TorchBuild(spec="nightly", source_kind="nightly", version=f"2.14.0.dev+{git[:6]}",
+                           git_version=git)
+        session.add(build)
+        session.flush()
+        run = Run(backend_id=backend.id, torch_spec="nightly", torch_build_id=build.id, state=state)
+        session.add(run)
+        session.flush()
+        session.refresh(run)
+        runs.append(run)
+    finding = case["evidence"][0]["finding"]
+    breakage = Breakage(backend_id=backend.id, fingerprint=finding["fingerprint"], fingerprint_version=2,
+                        category="upstream", subtype=finding["subtype"], title="signature-changed: allocate",
+                        first_seen_run_id=runs[1].id, last_seen_run_id=runs[1].id, occurrences=1)
+    session.add(breakage)
+    session.flush()
+    session.add(Failure(run_id=runs[1].id, step_name="build", stage="build", line=finding["line"],
+                        captures=finding["captures"], category="upstream", subtype=finding["subtype"],
+                        fingerprint=finding["fingerprint"], finding=finding, breakage_id=breakage.id))
+    culprits.after_run(session, runs[1], [breakage], [], repo=REPO, min_score=0.5)
+    session.commit()
+    return breakage
+
+
+def _messages(session: Session) -> list[OutboxMessage]:
+    return list(session.scalars(select(OutboxMessage).order_by(OutboxMessage.id)))
+
+
+def test_range_ranked_pr_labelled_one_comment_edited_then_resolved(
+    engine: Engine, fake_github: FakeGitHub
+) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        breakage_id = _breakage_with_range(session, base, head).id
+
+    # Night 2: the range is listed and ranked, then the report goes out.
+    first = drain(sessions, _client(fake_github), _cfg())
+    assert first.sent == 2 and first.errors == []
+    with sessions() as session:
+        breakage = session.get(Breakage, breakage_id)
+        assert breakage is not None and breakage.culprits[0]["pr"] == 120969
+        assert breakage.culprits[0]["score"] >= 0.5 and breakage.culprits_note is None
+    (comment,) = fake_github.comments(REPO, 120969)
+    assert comment["body"].startswith(MARKER)
+    assert "`torch_openreg`" in comment["body"] and "marked 'override'" in comment["body"]
+    assert "https://ootci.example/breakages/" in comment["body"]
+    assert fake_github.labels(REPO, 120969) == [LABEL]
+
+    # Night 3: seen again -> the same comment is edited, not a second one posted.
+    with sessions() as session:
+        breakage = session.get(Breakage, breakage_id)
+        assert breakage is not None
+        breakage.occurrences = 2
+        assert culprits.request_pr_report(session, breakage, repo=REPO, min_score=0.5)
+        session.commit()
+    assert drain(sessions, _client(fake_github), _cfg()).sent == 1
+    (edited,) = fake_github.comments(REPO, 120969)
+    assert edited["id"] == comment["id"] and "seen 2 times" in edited["body"]
+
+    # A fix night: the breakage resolves; the comment says so and the label goes.
+    with sessions() as session:
+        breakage = session.get(Breakage, breakage_id)
+        assert breakage is not None
+        breakage.status = BreakageStatus.RESOLVED
+        culprits.request_pr_report(session, breakage, repo=REPO, min_score=0.5)
+        session.commit()
+    assert drain(sessions, _client(fake_github), _cfg()).sent == 1
+    (final,) = fake_github.comments(REPO, 120969)
+    assert final["id"] == comment["id"] and "## ootci: resolved" in final["body"]
+    assert fake_github.labels(REPO, 120969) == []
+
+
+def test_502_then_200_delivers_the_report_exactly_once(engine: Engine, fake_github: FakeGitHub) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        _breakage_with_range(session, base, head)
+    fake_github.fail_with_5xx(times=2, status=502, method="POST", path=r"/issues/\d+/comments$")
+    result = drain(sessions, _client(fake_github), _cfg())
+    assert result.sent == 2
+    assert len(fake_github.comments(REPO, 120969)) == 1
+
+
+def test_an_outage_longer_than_the_client_waits_keeps_the_message_for_later(
+    engine: Engine, fake_github: FakeGitHub
+) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        _breakage_with_range(session, base, head)
+    outage = fake_github.fail_with_5xx(times=1000, status=503, method="POST", path=r"/labels$")
+    result = drain(sessions, _client(fake_github), _cfg())
+    assert result.retried == 1 and fake_github.comments(REPO, 120969) == []
+    with sessions() as session:
+        report = [m for m in _messages(session) if m.kind == OutboxKind.PR_REPORT]
+        assert [m.state for m in report] == [OutboxState.PENDING]
+        assert "503" in (report[0].last_error or "")
+        report[0].due_at = report[0].created_at  # as if the backoff had passed
+        session.commit()
+    outage.times = 0
+    assert drain(sessions, _client(fake_github), _cfg()).sent == 1
+    assert len(fake_github.comments(REPO, 120969)) == 1
+
+
+def test_a_rejected_token_is_a_clear_error_and_loses_nothing(engine: Engine, fake_github: FakeGitHub) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        _breakage_with_range(session, base, head)
+    result = drain(sessions, _client(fake_github, token="ghp_wrong"), _cfg())
+    assert result.sent == 0 and any("rejected the token" in e for e in result.errors)
+    with sessions() as session:
+        (message,) = _messages(session)
+        assert message.state == OutboxState.PENDING and "rejected the token" in (message.last_error or "")
+    assert fake_github.writes() == []
+
+
+def test_without_a_token_the_report_is_a_dry_run_shown_not_sent(engine: Engine, fake_github: FakeGitHub) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        _breakage_with_range(session, base, head)
+    result = drain(sessions, _client(fake_github, token=""), _cfg(can_write=False))
+    assert result.sent == 1 and result.dry_run == 1  # the ranking (a read) and the report
+    assert fake_github.writes() == []
+    with sessions() as session:
+        report = [m for m in _messages(session) if m.kind == OutboxKind.PR_REPORT]
+        assert report[0].state == OutboxState.DRY_RUN
+        assert report[0].result["body"].startswith(MARKER) and report[0].result["label_op"] == "add"
