@@ -17,7 +17,6 @@ from sqlalchemy.orm import Session
 from service.commands import outbox
 from service.domain.regression import RegressionRange
 from service.models import Breakage, OutboxKind, Run, utcnow
-from service.queries.regression import range_for
 
 UPSTREAM = "upstream"
 
@@ -31,11 +30,10 @@ def store_range(breakage: Breakage, found: RegressionRange) -> None:
     breakage.range_note = found.note
 
 
-def on_opened(session: Session, breakage: Breakage, run: Run) -> None:
-    """Fix the range of a breakage ``run`` opened and, for an upstream one, ask for its
+def on_opened(session: Session, breakage: Breakage, found: RegressionRange) -> None:
+    """Fix the range of a breakage the run opened and, for an upstream one, ask for its
     suspects. Other categories keep their range (it is still evidence) but are not
     upstream's to answer for."""
-    found = range_for(session, run)
     store_range(breakage, found)
     if breakage.category != UPSTREAM:
         breakage.culprits_note = f"not analysed: a {breakage.category} break, not upstream's"
@@ -127,15 +125,16 @@ def after_run(
     touched: list[Breakage],
     resolved: list[Breakage],
     *,
+    found: RegressionRange,
     repo: str,
     min_score: float,
 ) -> None:
-    """The run's part of the loop: breakages it opened get a range (and, when upstream's,
-    an analysis); those already reported get their PR's comment refreshed (one more
-    occurrence, or resolved)."""
+    """The run's part of the loop: breakages it opened get its range ``found`` (and, when
+    upstream's, an analysis); those already reported get their PR's comment refreshed
+    (one more occurrence, or resolved)."""
     for breakage in touched:
         if breakage.first_seen_run_id == run.id:
-            on_opened(session, breakage, run)
+            on_opened(session, breakage, found)
         elif breakage.culprits:
             request_pr_report(session, breakage, repo=repo, min_score=min_score)
     for breakage in resolved:

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,6 +26,7 @@ from service.models import (
     RunState,
     TorchBuild,
 )
+from service.queries.regression import range_for
 from tests.helpers import add_backend
 from tests.support.fake_github import FakeGitHub
 
@@ -74,7 +74,8 @@ def _breakage_with_range(session: Session, base: str, head: str) -> Breakage:
     session.add(Failure(run_id=runs[1].id, step_name="build", stage="build", line=finding["line"],
                         captures=finding["captures"], category="upstream", subtype=finding["subtype"],
                         fingerprint=finding["fingerprint"], finding=finding, breakage_id=breakage.id))
-    culprits.after_run(session, runs[1], [breakage], [], repo=REPO, min_score=0.5)
+    culprits.after_run(session, runs[1], [breakage], [], found=range_for(session, runs[1]),
+                       repo=REPO, min_score=0.5)
     session.commit()
     return breakage
 

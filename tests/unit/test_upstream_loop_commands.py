@@ -16,6 +16,7 @@ from service.models import (
     RunState,
     TorchBuild,
 )
+from service.queries.regression import range_for
 from tests.helpers import add_backend
 
 REPO = "pytorch/pytorch"
@@ -58,8 +59,10 @@ def test_opened_upstream_breakage_gets_its_range_and_one_analysis(engine: Engine
         _run(session, backend.id, RunState.PASSED, "p" * 40, spec="pip:torch==2.13.0")
         red = _run(session, backend.id, RunState.FAILED, "c" * 40)
         breakage = _breakage(session, backend.id, red)
-        culprits.after_run(session, red, [breakage], [], repo=REPO, min_score=0.5)
-        culprits.after_run(session, red, [breakage], [], repo=REPO, min_score=0.5)
+        culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
+                           min_score=0.5)
+        culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
+                           min_score=0.5)
         assert (breakage.range_base_sha, breakage.range_head_sha) == ("b" * 40, "c" * 40)
         assert breakage.range_base_run_id == green.id and breakage.range_note is None
         assert len(_messages(session, OutboxKind.CULPRIT)) == 1
@@ -70,7 +73,8 @@ def test_no_earlier_green_says_so_and_asks_github_nothing(engine: Engine) -> Non
         backend = add_backend(session)
         red = _run(session, backend.id, RunState.FAILED, "c" * 40)
         breakage = _breakage(session, backend.id, red)
-        culprits.after_run(session, red, [breakage], [], repo=REPO, min_score=0.5)
+        culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
+                           min_score=0.5)
         assert breakage.range_base_sha is None
         assert "no passed run" in (breakage.range_note or "")
         assert (breakage.culprits_note or "").startswith("no suspect")
@@ -83,7 +87,8 @@ def test_same_torch_on_both_ends_is_no_upstream_range(engine: Engine) -> None:
         _run(session, backend.id, RunState.PASSED, "a" * 40)
         red = _run(session, backend.id, RunState.FAILED, "a" * 40)
         breakage = _breakage(session, backend.id, red)
-        culprits.after_run(session, red, [breakage], [], repo=REPO, min_score=0.5)
+        culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
+                           min_score=0.5)
         assert "same torch" in (breakage.range_note or "")
         assert _messages(session, OutboxKind.CULPRIT) == []
 
