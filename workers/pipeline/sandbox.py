@@ -1,0 +1,400 @@
+"""The sandbox build and test steps run in: what the machine supports, used, and reported.
+
+Layers, each used when the machine has it (``probe``), each named in the step's log header:
+
+- rlimits (``resource``, set in the child before exec): address space, processes, file
+  size, CPU time. RLIMIT_NPROC binds only a non-root uid: the kernel exempts uid 0.
+- an unprivileged uid: a worker running as root starts the test step as
+  ``Settings.sandbox_uid`` (nobody), so it cannot read root's files or /proc/<pid>/environ
+  of the worker. The build step keeps the worker's uid until a run gets a private torch env
+  and source copy (issue #14 item 2): today it installs into the shared env.
+- bubblewrap (``bwrap``, Debian's ``bubblewrap``): a user, pid and IPC namespace with a
+  fresh /proc (the worker's processes are invisible), the worker's HOME and ootci's home
+  hidden behind empty tmpfs (the paths the step needs are bound back), and for the test
+  step a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
+  only the sandbox's own loopback). Without bwrap, ``unshare --user --net`` still takes the
+  network away from the test step.
+- a disk budget: a watchdog sums the blocks of the run's writable dirs every second and
+  stops the step when it has grown by more than ``Settings.run_disk_budget_mb``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import resource
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from service.config import Settings
+
+log = logging.getLogger(__name__)
+
+MB = 1 << 20
+# The prefix of every line the sandbox writes into a step's log; the classifier's
+# sandbox-* rules key on it.
+LOG_PREFIX = "ootci: sandbox:"
+_PROBE_TIMEOUT_S = 20
+_DISK_CHECK_EVERY_S = 1.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    address_space_mb: int
+    max_processes: int
+    file_size_mb: int
+    cpu_time_s: int
+    disk_budget_mb: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Limits:
+        return cls(
+            settings.sandbox_address_space_mb,
+            settings.sandbox_max_processes,
+            settings.sandbox_file_size_mb,
+            settings.sandbox_cpu_time_s,
+            settings.run_disk_budget_mb,
+        )
+
+    def rlimits(self) -> list[tuple[int, int]]:
+        return [
+            (resource.RLIMIT_AS, self.address_space_mb * MB),
+            (resource.RLIMIT_NPROC, self.max_processes),
+            (resource.RLIMIT_FSIZE, self.file_size_mb * MB),
+            (resource.RLIMIT_CPU, self.cpu_time_s),
+        ]
+
+
+# --------------------------------------------------------------------------- probing
+def _bwrap_works(bwrap: str, uid: int | None) -> bool:
+    cmd = [bwrap, *_NAMESPACES, "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev",
+           "--proc", "/proc", "true"]
+    try:
+        return subprocess.run(
+            cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S,
+            preexec_fn=(lambda: _become(uid)) if uid is not None else None,
+        ).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _unshare_net_works(unshare: str, uid: int | None) -> bool:
+    try:
+        return subprocess.run(
+            [unshare, "--user", "--net", "true"], capture_output=True, timeout=_PROBE_TIMEOUT_S,
+            preexec_fn=(lambda: _become(uid)) if uid is not None else None,
+        ).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@dataclass(frozen=True)
+class Support:
+    """What this machine lets a worker use (``probe``)."""
+
+    rlimits: bool
+    root: bool
+    # A bwrap that works as the worker's uid / as the sandbox uid.
+    bwrap: str | None = None
+    bwrap_as_sandbox_uid: bool = False
+    # `unshare --user --net`, the fallback for the test step's network.
+    unshare: str | None = None
+    unshare_as_sandbox_uid: bool = False
+
+    def describe(self) -> str:
+        parts = ["rlimits" if self.rlimits else "no rlimits (no `resource` module)"]
+        parts.append(f"bwrap {self.bwrap}" if self.bwrap else "no working bwrap")
+        if not self.bwrap and self.unshare:
+            parts.append("netns via unshare")
+        parts.append("root: test step can drop to an unprivileged uid" if self.root
+                     else "not root: uid stays the worker's")
+        return ", ".join(parts)
+
+
+@functools.lru_cache(maxsize=4)
+def probe(sandbox_uid: int) -> Support:
+    """Try each mechanism once per worker process (cached) and log what works."""
+    root = os.geteuid() == 0
+    as_uid = sandbox_uid if root else None
+    bwrap = shutil.which("bwrap")
+    unshare = shutil.which("unshare")
+    support = Support(
+        rlimits=sys.platform.startswith("linux"),
+        root=root,
+        bwrap=bwrap if bwrap and _bwrap_works(bwrap, None) else None,
+        bwrap_as_sandbox_uid=bool(bwrap and as_uid is not None and _bwrap_works(bwrap, as_uid)),
+        unshare=unshare if unshare and _unshare_net_works(unshare, None) else None,
+        unshare_as_sandbox_uid=bool(
+            unshare and as_uid is not None and _unshare_net_works(unshare, as_uid)
+        ),
+    )
+    log.info("sandbox support: %s", support.describe())
+    return support
+
+
+# --------------------------------------------------------------------------- in the child
+def _become(uid: int) -> None:
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+
+
+def _preexec(rlimits: Sequence[tuple[int, int]], uid: int | None) -> Callable[[], None]:
+    def apply() -> None:
+        for which, value in rlimits:
+            resource.setrlimit(which, (value, value))
+        if uid is not None:
+            _become(uid)
+
+    return apply
+
+
+# ``--die-with-parent``: a killed step leaves nothing running in its namespaces.
+_NAMESPACES = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+
+
+def _reachable(path: Path, uid: int) -> bool:
+    """Whether ``uid`` (not in root's groups) can reach and read ``path`` through the
+    permission bits of each directory on the way (ACLs aside)."""
+    path = path.resolve()
+    for part in [*reversed(path.parents), path]:
+        try:
+            st = part.stat()
+        except OSError:
+            return False
+        need = stat.S_IXOTH | (stat.S_IROTH if part == path else 0)
+        if st.st_uid != uid and st.st_mode & need != need:
+            return False
+    return True
+
+
+def _is_under(path: Path, parent: Path) -> bool:
+    return path == parent or path.is_relative_to(parent)
+
+
+@dataclass(frozen=True)
+class StepSandbox:
+    """How one step's processes are started: ``command`` wraps the argv, ``preexec`` runs
+    in the child, ``disk_budget`` is polled by the step's watchdog, ``describe`` goes into
+    the step's log header."""
+
+    limits: Limits | None
+    # What the step may write; its growth counts against the disk budget when ``watch``ed.
+    writable: tuple[Path, ...] = ()
+    # What the step needs to see even where it sits under a hidden dir.
+    visible: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    watched: tuple[Path, ...] = ()
+    uid: int | None = None
+    bwrap: str | None = None
+    read_only_root: bool = False
+    network: bool = True
+    unshare: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def off(cls, why: str) -> StepSandbox:
+        return cls(limits=None, notes=(why,))
+
+    def prepare(self) -> None:
+        """Create the writable dirs, owned by the sandbox uid when the step runs as it."""
+        for path in self.writable:
+            path.mkdir(parents=True, exist_ok=True)
+            if self.uid is not None:
+                for root, dirs, files in os.walk(path):
+                    for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                        os.lchown(name, self.uid, self.uid)
+
+    def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
+        if self.bwrap is not None:
+            return [self.bwrap, *self._bwrap_args(cwd), "--", *cmd]
+        if not self.network and self.unshare is not None:
+            return [self.unshare, "--user", "--net", "--", *cmd]
+        return list(cmd)
+
+    def _bwrap_args(self, cwd: Path) -> list[str]:
+        args = list(_NAMESPACES)
+        if not self.network:
+            args.append("--unshare-net")
+        args += ["--ro-bind" if self.read_only_root else "--bind", "/", "/",
+                 "--dev", "/dev", "--proc", "/proc"]
+        for path in self.hidden:
+            args += ["--tmpfs", str(path)]
+        # Bound back in this order: visible read-only, then writable on top.
+        for path in self.visible:
+            if path.exists() and any(_is_under(path, h) for h in self.hidden):
+                args += ["--ro-bind", str(path), str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        return [*args, "--chdir", str(cwd)]
+
+    def preexec(self) -> Callable[[], None] | None:
+        if self.limits is None:
+            return None
+        return _preexec(self.limits.rlimits(), self.uid)
+
+    def disk_budget(self) -> DiskBudget | None:
+        if self.limits is None or not self.watched:
+            return None
+        return DiskBudget(self.watched, self.limits.disk_budget_mb)
+
+    def describe(self) -> str:
+        if self.limits is None:
+            return f"{LOG_PREFIX} off ({'; '.join(self.notes)})"
+        lim = self.limits
+        parts = [
+            f"rlimits (address space {lim.address_space_mb} MB, {lim.max_processes} processes"
+            f"{'' if self.uid is not None or os.geteuid() != 0 else ' (not enforced for uid 0)'}"
+            f", file size {lim.file_size_mb} MB, CPU {lim.cpu_time_s} s)",
+            f"disk budget {lim.disk_budget_mb} MB",
+        ]
+        if self.bwrap is not None:
+            parts.append("user/pid/ipc namespaces via bwrap")
+            if self.hidden:
+                parts.append("hidden: " + ", ".join(map(str, self.hidden)))
+            if self.read_only_root:
+                parts.append("read-only root, writable: " + ", ".join(map(str, self.writable)))
+        if self.network:
+            parts.append("network on")
+        elif self.bwrap is not None:
+            parts.append("netns via bwrap (no network)")
+        elif self.unshare is not None:
+            parts.append("netns via unshare (no network)")
+        parts.append(f"uid {self.uid}" if self.uid is not None else f"uid {os.geteuid()}")
+        return f"{LOG_PREFIX} " + ", ".join(parts + list(self.notes))
+
+
+class DiskBudget:
+    """Polled by a step's watchdog: a reason to stop once the watched dirs have grown by
+    more than the budget since the step started (blocks, so sparse files count as what
+    they use)."""
+
+    def __init__(self, paths: Iterable[Path], budget_mb: int) -> None:
+        self.paths = tuple(paths)
+        self.budget_mb = budget_mb
+        self._start = self.usage()
+        self._checked = time.monotonic()
+        self.tripped: str | None = None
+
+    def usage(self) -> int:
+        total = 0
+        for top in self.paths:
+            for root, _dirs, files in os.walk(top):
+                for name in files:
+                    try:
+                        total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                    except OSError:
+                        continue  # removed while we walk
+        return total
+
+    def __call__(self) -> str | None:
+        if self.tripped is not None or time.monotonic() - self._checked < _DISK_CHECK_EVERY_S:
+            return self.tripped
+        self._checked = time.monotonic()
+        grown_mb = (self.usage() - self._start) // MB
+        if grown_mb > self.budget_mb:
+            self.tripped = (
+                f"{LOG_PREFIX} the step wrote {grown_mb} MB to the run's dirs, over its disk "
+                f"budget of {self.budget_mb} MB"
+            )
+        return self.tripped
+
+
+def combine(*watchdogs: Callable[[], str | None] | None) -> Callable[[], str | None] | None:
+    """One watchdog answering the first reason any of ``watchdogs`` gives."""
+    present = [w for w in watchdogs if w is not None]
+    if not present:
+        return None
+
+    def check() -> str | None:
+        for watchdog in present:
+            reason = watchdog()
+            if reason is not None:
+                return reason
+        return None
+
+    return check
+
+
+# --------------------------------------------------------------------------- per step
+def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
+    """The worker's HOME (credentials, .netrc, pip.conf) and ootci's home (its database,
+    an .env file): never / and never the dir the worker runs in."""
+    candidates = [Path.home(), settings.home.resolve()]
+    cwd = Path.cwd().resolve()
+    return tuple(
+        p for p in dict.fromkeys(c.resolve() for c in candidates)
+        if p != Path("/") and p.is_dir() and not _is_under(cwd, p)
+    )
+
+
+def _own_interpreter() -> tuple[Path, ...]:
+    """ootci's interpreter and its packages: an ``installed`` torch env builds on them."""
+    return tuple(Path(p).resolve() for p in dict.fromkeys([sys.prefix, sys.base_prefix]))
+
+
+def sandbox_for_build(
+    settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
+    watched: Sequence[Path],
+) -> StepSandbox:
+    """The build step: limits, namespaces, hidden homes; network on, the worker's uid (it
+    still installs into the shared torch env and builds in the registered tree)."""
+    if not settings.sandbox:
+        return StepSandbox.off("OOTCI_SANDBOX=false")
+    support = probe(settings.sandbox_uid)
+    notes = [] if support.bwrap else ["no working bwrap: /proc and the worker's HOME visible"]
+    return StepSandbox(
+        limits=Limits.from_settings(settings),
+        writable=tuple(writable),
+        visible=(*visible, *_own_interpreter()),
+        hidden=_hidden_dirs(settings) if support.bwrap else (),
+        watched=tuple(watched),
+        bwrap=support.bwrap,
+        network=True,
+        notes=tuple(notes),
+    )
+
+
+def sandbox_for_tests(
+    settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
+    watched: Sequence[Path],
+) -> StepSandbox:
+    """The test step: everything the build step gets, plus no network, a read-only root
+    and, under root, the unprivileged sandbox uid when it can reach what the step needs."""
+    if not settings.sandbox:
+        return StepSandbox.off("OOTCI_SANDBOX=false")
+    support = probe(settings.sandbox_uid)
+    notes: list[str] = []
+    uid: int | None = None
+    visible = (*visible, *_own_interpreter())
+    if support.root:
+        blocked = [p for p in visible if p.exists() and not _reachable(p, settings.sandbox_uid)]
+        if blocked:
+            notes.append(f"uid stays 0: {blocked[0]} is not readable by uid {settings.sandbox_uid}")
+        else:
+            uid = settings.sandbox_uid
+    as_uid = uid is not None
+    bwrap = support.bwrap if (support.bwrap_as_sandbox_uid or not as_uid) else None
+    unshare = support.unshare if (support.unshare_as_sandbox_uid or not as_uid) else None
+    if bwrap is None and unshare is None:
+        notes.append("network on: neither bwrap nor unshare can make a network namespace")
+    return StepSandbox(
+        limits=Limits.from_settings(settings),
+        writable=tuple(writable),
+        visible=visible,
+        hidden=_hidden_dirs(settings) if bwrap else (),
+        watched=tuple(watched),
+        uid=uid,
+        bwrap=bwrap,
+        read_only_root=bwrap is not None,
+        network=bwrap is None and unshare is None,
+        unshare=unshare,
+        notes=tuple(notes),
+    )
