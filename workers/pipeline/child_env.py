@@ -15,6 +15,7 @@ runs a run; :func:`base_environ` of the current policy is what ``procs.child_env
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -60,7 +61,7 @@ def base_environ(
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
     }
-    ccache = _default_ccache_dir(parent)
+    ccache = _default_ccache_dir(parent) if shutil.which("ccache", path=env["PATH"]) else None
     if ccache is not None:
         env["CCACHE_DIR"] = ccache
     for name in policy.passthrough:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import pwd
 import resource
 import shutil
 import stat
@@ -43,6 +44,7 @@ MB = 1 << 20
 LOG_PREFIX = "ootci: sandbox:"
 _PROBE_TIMEOUT_S = 20
 _DISK_CHECK_EVERY_S = 1.0
+_CPU_GRACE_S = 5
 
 
 @dataclass(frozen=True)
@@ -63,36 +65,35 @@ class Limits:
             settings.run_disk_budget_mb,
         )
 
-    def rlimits(self) -> list[tuple[int, int]]:
+    def rlimits(self) -> list[tuple[int, int, int]]:
+        """(resource, soft, hard). The CPU limit's hard value is a few seconds above the
+        soft one: at the soft limit the kernel sends SIGXCPU, which names the cause; at
+        the hard one SIGKILL, which does not."""
         return [
-            (resource.RLIMIT_AS, self.address_space_mb * MB),
-            (resource.RLIMIT_NPROC, self.max_processes),
-            (resource.RLIMIT_FSIZE, self.file_size_mb * MB),
-            (resource.RLIMIT_CPU, self.cpu_time_s),
+            (resource.RLIMIT_AS, self.address_space_mb * MB, self.address_space_mb * MB),
+            (resource.RLIMIT_NPROC, self.max_processes, self.max_processes),
+            (resource.RLIMIT_FSIZE, self.file_size_mb * MB, self.file_size_mb * MB),
+            (resource.RLIMIT_CPU, self.cpu_time_s, self.cpu_time_s + _CPU_GRACE_S),
         ]
 
 
 # --------------------------------------------------------------------------- probing
-def _bwrap_works(bwrap: str, uid: int | None) -> bool:
-    cmd = [bwrap, *_NAMESPACES, "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev",
-           "--proc", "/proc", "true"]
+# ``--die-with-parent``: a killed step leaves nothing running in its namespaces.
+_NAMESPACES = ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+# bwrap run by root drops every capability; these two let setpriv switch to the sandbox uid,
+# which then drops them as well.
+_SETUID_CAPS = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+
+
+def _works(cmd: list[str]) -> bool:
     try:
-        return subprocess.run(
-            cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S,
-            preexec_fn=(lambda: _become(uid)) if uid is not None else None,
-        ).returncode == 0
+        return subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
 
-def _unshare_net_works(unshare: str, uid: int | None) -> bool:
-    try:
-        return subprocess.run(
-            [unshare, "--user", "--net", "true"], capture_output=True, timeout=_PROBE_TIMEOUT_S,
-            preexec_fn=(lambda: _become(uid)) if uid is not None else None,
-        ).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+def _drop_to(setpriv: str, uid: int) -> list[str]:
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
 
 @dataclass(frozen=True)
@@ -101,20 +102,27 @@ class Support:
 
     rlimits: bool
     root: bool
-    # A bwrap that works as the worker's uid / as the sandbox uid.
+    # A working bwrap: run directly by root, or with a user namespace otherwise.
     bwrap: str | None = None
-    bwrap_as_sandbox_uid: bool = False
-    # `unshare --user --net`, the fallback for the test step's network.
+    # setpriv (util-linux) can switch a root-started step to the sandbox uid.
+    setpriv: str | None = None
+    # `unshare --net`, the test step's network fallback without bwrap.
     unshare: str | None = None
-    unshare_as_sandbox_uid: bool = False
+
+    @property
+    def bwrap_userns(self) -> bool:
+        return not self.root
 
     def describe(self) -> str:
-        parts = ["rlimits" if self.rlimits else "no rlimits (no `resource` module)"]
-        parts.append(f"bwrap {self.bwrap}" if self.bwrap else "no working bwrap")
-        if not self.bwrap and self.unshare:
-            parts.append("netns via unshare")
-        parts.append("root: test step can drop to an unprivileged uid" if self.root
-                     else "not root: uid stays the worker's")
+        parts = ["rlimits" if self.rlimits else "no rlimits (not Linux)"]
+        parts.append(f"namespaces via {self.bwrap}" if self.bwrap else "no working bwrap")
+        if not self.bwrap:
+            parts.append("netns via unshare" if self.unshare else "no network namespace")
+        if self.root:
+            parts.append("unprivileged uid via setpriv" if self.setpriv
+                         else "root, no setpriv: uid stays 0")
+        else:
+            parts.append(f"not root: uid stays {os.geteuid()}")
         return ", ".join(parts)
 
 
@@ -122,49 +130,53 @@ class Support:
 def probe(sandbox_uid: int) -> Support:
     """Try each mechanism once per worker process (cached) and log what works."""
     root = os.geteuid() == 0
-    as_uid = sandbox_uid if root else None
     bwrap = shutil.which("bwrap")
+    setpriv = shutil.which("setpriv") if root else None
     unshare = shutil.which("unshare")
+    if bwrap:
+        args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
+                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        if setpriv:
+            args += [*_SETUID_CAPS, "--", *_drop_to(setpriv, sandbox_uid)]
+        else:
+            args.append("--")
+        bwrap = bwrap if _works([*args, "true"]) else None
+    if setpriv and not _works([*_drop_to(setpriv, sandbox_uid), "true"]):
+        setpriv = None
+    if unshare and not _works([unshare, *([] if root else ["--user"]), "--net", "true"]):
+        unshare = None
     support = Support(
         rlimits=sys.platform.startswith("linux"),
         root=root,
-        bwrap=bwrap if bwrap and _bwrap_works(bwrap, None) else None,
-        bwrap_as_sandbox_uid=bool(bwrap and as_uid is not None and _bwrap_works(bwrap, as_uid)),
-        unshare=unshare if unshare and _unshare_net_works(unshare, None) else None,
-        unshare_as_sandbox_uid=bool(
-            unshare and as_uid is not None and _unshare_net_works(unshare, as_uid)
-        ),
+        bwrap=bwrap,
+        setpriv=setpriv,
+        unshare=unshare,
     )
     log.info("sandbox support: %s", support.describe())
     return support
 
 
 # --------------------------------------------------------------------------- in the child
-def _become(uid: int) -> None:
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-
-
-def _preexec(rlimits: Sequence[tuple[int, int]], uid: int | None) -> Callable[[], None]:
+def _preexec(rlimits: Sequence[tuple[int, int, int]]) -> Callable[[], None]:
     def apply() -> None:
-        for which, value in rlimits:
-            resource.setrlimit(which, (value, value))
-        if uid is not None:
-            _become(uid)
+        for which, soft, hard in rlimits:
+            resource.setrlimit(which, (soft, hard))
 
     return apply
 
 
-# ``--die-with-parent``: a killed step leaves nothing running in its namespaces.
-_NAMESPACES = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
+def _is_under(path: Path, parent: Path) -> bool:
+    return path == parent or path.is_relative_to(parent)
 
 
-def _reachable(path: Path, uid: int) -> bool:
+def _reachable(path: Path, uid: int, hidden: Sequence[Path] = ()) -> bool:
     """Whether ``uid`` (not in root's groups) can reach and read ``path`` through the
-    permission bits of each directory on the way (ACLs aside)."""
+    permission bits of each directory on the way (ACLs aside). Directories inside a hidden
+    dir are bwrap's own (0755) in the sandbox, so only the path itself counts there."""
     path = path.resolve()
     for part in [*reversed(path.parents), path]:
+        if part != path and any(_is_under(part, h) for h in hidden):
+            continue
         try:
             st = part.stat()
         except OSError:
@@ -175,10 +187,6 @@ def _reachable(path: Path, uid: int) -> bool:
     return True
 
 
-def _is_under(path: Path, parent: Path) -> bool:
-    return path == parent or path.is_relative_to(parent)
-
-
 @dataclass(frozen=True)
 class StepSandbox:
     """How one step's processes are started: ``command`` wraps the argv, ``preexec`` runs
@@ -186,14 +194,17 @@ class StepSandbox:
     the step's log header."""
 
     limits: Limits | None
-    # What the step may write; its growth counts against the disk budget when ``watch``ed.
+    # What the step may write; its growth counts against the disk budget when ``watched``.
     writable: tuple[Path, ...] = ()
     # What the step needs to see even where it sits under a hidden dir.
     visible: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     watched: tuple[Path, ...] = ()
+    # Switch to this uid (with ``setpriv``) before running the command.
     uid: int | None = None
+    setpriv: str | None = None
     bwrap: str | None = None
+    bwrap_userns: bool = False
     read_only_root: bool = False
     network: bool = True
     unshare: str | None = None
@@ -213,32 +224,49 @@ class StepSandbox:
                         os.lchown(name, self.uid, self.uid)
 
     def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
+        inner = list(cmd)
+        if self.uid is not None and self.setpriv is not None:
+            inner = [*_drop_to(self.setpriv, self.uid), *inner]
         if self.bwrap is not None:
-            return [self.bwrap, *self._bwrap_args(cwd), "--", *cmd]
+            return [self.bwrap, *self._bwrap_args(cwd), "--", *inner]
         if not self.network and self.unshare is not None:
-            return [self.unshare, "--user", "--net", "--", *cmd]
-        return list(cmd)
+            return [self.unshare, *(["--user"] if self.bwrap_userns else []), "--net", "--",
+                    *inner]
+        return inner
 
     def _bwrap_args(self, cwd: Path) -> list[str]:
-        args = list(_NAMESPACES)
+        args = [*(["--unshare-user"] if self.bwrap_userns else []), *_NAMESPACES]
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind" if self.read_only_root else "--bind", "/", "/",
                  "--dev", "/dev", "--proc", "/proc"]
         for path in self.hidden:
             args += ["--tmpfs", str(path)]
+        rebound = [p for p in self.visible if p.exists() and self._under_hidden(p)]
+        # bwrap would create the dirs leading to a path bound back into a hidden dir 0700:
+        # the sandbox uid could not reach it.
+        made: set[Path] = set()
+        for path in [*rebound, *self.writable]:
+            for parent in reversed(path.parents):
+                if parent not in made and self._under_hidden(parent) and parent not in self.hidden:
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
         # Bound back in this order: visible read-only, then writable on top.
-        for path in self.visible:
-            if path.exists() and any(_is_under(path, h) for h in self.hidden):
-                args += ["--ro-bind", str(path), str(path)]
+        for path in rebound:
+            args += ["--ro-bind", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
+        if self.uid is not None:
+            args += _SETUID_CAPS
         return [*args, "--chdir", str(cwd)]
+
+    def _under_hidden(self, path: Path) -> bool:
+        return any(_is_under(path, h) for h in self.hidden)
 
     def preexec(self) -> Callable[[], None] | None:
         if self.limits is None:
             return None
-        return _preexec(self.limits.rlimits(), self.uid)
+        return _preexec(self.limits.rlimits())
 
     def disk_budget(self) -> DiskBudget | None:
         if self.limits is None or not self.watched:
@@ -249,14 +277,15 @@ class StepSandbox:
         if self.limits is None:
             return f"{LOG_PREFIX} off ({'; '.join(self.notes)})"
         lim = self.limits
+        uid = self.uid if self.uid is not None else os.geteuid()
         parts = [
             f"rlimits (address space {lim.address_space_mb} MB, {lim.max_processes} processes"
-            f"{'' if self.uid is not None or os.geteuid() != 0 else ' (not enforced for uid 0)'}"
+            f"{' (not enforced for uid 0)' if uid == 0 else ''}"
             f", file size {lim.file_size_mb} MB, CPU {lim.cpu_time_s} s)",
             f"disk budget {lim.disk_budget_mb} MB",
         ]
         if self.bwrap is not None:
-            parts.append("user/pid/ipc namespaces via bwrap")
+            parts.append("pid/ipc namespaces via bwrap")
             if self.hidden:
                 parts.append("hidden: " + ", ".join(map(str, self.hidden)))
             if self.read_only_root:
@@ -265,9 +294,9 @@ class StepSandbox:
             parts.append("network on")
         elif self.bwrap is not None:
             parts.append("netns via bwrap (no network)")
-        elif self.unshare is not None:
+        else:
             parts.append("netns via unshare (no network)")
-        parts.append(f"uid {self.uid}" if self.uid is not None else f"uid {os.geteuid()}")
+        parts.append(f"uid {uid}")
         return f"{LOG_PREFIX} " + ", ".join(parts + list(self.notes))
 
 
@@ -327,7 +356,7 @@ def combine(*watchdogs: Callable[[], str | None] | None) -> Callable[[], str | N
 def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
     """The worker's HOME (credentials, .netrc, pip.conf) and ootci's home (its database,
     an .env file): never / and never the dir the worker runs in."""
-    candidates = [Path.home(), settings.home.resolve()]
+    candidates = [Path.home(), Path(pwd.getpwuid(os.getuid()).pw_dir), settings.home]
     cwd = Path.cwd().resolve()
     return tuple(
         p for p in dict.fromkeys(c.resolve() for c in candidates)
@@ -337,7 +366,7 @@ def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
 
 def _own_interpreter() -> tuple[Path, ...]:
     """ootci's interpreter and its packages: an ``installed`` torch env builds on them."""
-    return tuple(Path(p).resolve() for p in dict.fromkeys([sys.prefix, sys.base_prefix]))
+    return tuple(dict.fromkeys(Path(p).resolve() for p in [sys.prefix, sys.base_prefix]))
 
 
 def sandbox_for_build(
@@ -357,6 +386,7 @@ def sandbox_for_build(
         hidden=_hidden_dirs(settings) if support.bwrap else (),
         watched=tuple(watched),
         bwrap=support.bwrap,
+        bwrap_userns=support.bwrap_userns,
         network=True,
         notes=tuple(notes),
     )
@@ -367,34 +397,37 @@ def sandbox_for_tests(
     watched: Sequence[Path],
 ) -> StepSandbox:
     """The test step: everything the build step gets, plus no network, a read-only root
-    and, under root, the unprivileged sandbox uid when it can reach what the step needs."""
+    and, under root, the unprivileged sandbox uid when it can read what the step needs."""
     if not settings.sandbox:
         return StepSandbox.off("OOTCI_SANDBOX=false")
     support = probe(settings.sandbox_uid)
     notes: list[str] = []
-    uid: int | None = None
     visible = (*visible, *_own_interpreter())
-    if support.root:
-        blocked = [p for p in visible if p.exists() and not _reachable(p, settings.sandbox_uid)]
+    hidden = _hidden_dirs(settings) if support.bwrap else ()
+    uid: int | None = None
+    if support.setpriv is not None:
+        blocked = [
+            p for p in visible
+            if p.exists() and not _reachable(p, settings.sandbox_uid, hidden)
+        ]
         if blocked:
             notes.append(f"uid stays 0: {blocked[0]} is not readable by uid {settings.sandbox_uid}")
         else:
             uid = settings.sandbox_uid
-    as_uid = uid is not None
-    bwrap = support.bwrap if (support.bwrap_as_sandbox_uid or not as_uid) else None
-    unshare = support.unshare if (support.unshare_as_sandbox_uid or not as_uid) else None
-    if bwrap is None and unshare is None:
+    if support.bwrap is None and support.unshare is None:
         notes.append("network on: neither bwrap nor unshare can make a network namespace")
     return StepSandbox(
         limits=Limits.from_settings(settings),
         writable=tuple(writable),
         visible=visible,
-        hidden=_hidden_dirs(settings) if bwrap else (),
+        hidden=hidden,
         watched=tuple(watched),
         uid=uid,
-        bwrap=bwrap,
-        read_only_root=bwrap is not None,
-        network=bwrap is None and unshare is None,
-        unshare=unshare,
+        setpriv=support.setpriv,
+        bwrap=support.bwrap,
+        bwrap_userns=support.bwrap_userns,
+        read_only_root=support.bwrap is not None,
+        network=support.bwrap is None and support.unshare is None,
+        unshare=support.unshare,
         notes=tuple(notes),
     )
