@@ -27,7 +27,7 @@ DEFAULT_CHILD_PASSTHROUGH: tuple[str, ...] = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
     "CCACHE_DIR", "CCACHE_MAXSIZE", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CC", "CXX",
     "CMAKE_GENERATOR", "CMAKE_TOOLCHAIN_FILE", "PYTHONSAFEPATH",
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
 )
 # Names no child may ever receive, whatever the operator lists: ootci's own settings (the
 # database URL with its password, the broker, the API token, the webhook and GitHub secrets)
