@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,3 +125,32 @@ def test_uid_drop_is_refused_and_reported_when_the_uid_cannot_read_the_env(
     sandbox = sandbox_for_tests(settings, writable=[], visible=[private / "env"], watched=[])
     assert sandbox.uid is None
     assert f"uid stays 0: {private / 'env'} is not readable by uid 65534" in sandbox.describe()
+
+
+def test_a_shielded_worker_environ_is_unreadable_to_its_same_uid_children(
+    tmp_path: Path,
+) -> None:
+    # Root reads any /proc/<pid>/environ, so under root the "worker" and its child run in
+    # the test step's sandbox as the sandbox uid. The worker holds a secret in its
+    # environment; the child is a build running as the same uid.
+    worker = (
+        "import os, subprocess, sys\n"
+        "from workers.pipeline.sandbox import shield_worker_environ\n"
+        "assert shield_worker_environ()\n"
+        "child = 'import os; print(open(f\"/proc/{os.getppid()}/environ\", \"rb\").read())'\n"
+        "r = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True)\n"
+        "print(r.stdout, r.stderr.splitlines()[-1] if r.stderr else '')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    sandbox = sandbox_for_tests(Settings(home=tmp_path / "home"), writable=[],
+                                visible=[root], watched=[])
+    if os.geteuid() == 0 and sandbox.uid is None:
+        pytest.skip(f"root without an unprivileged sandbox uid: {sandbox.describe()}")
+    proc = subprocess.run(
+        sandbox.command([sys.executable, "-c", worker], root), cwd=root,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(root),
+             "OOTCI_API_TOKEN": "tok-shielded"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "PermissionError" in proc.stdout and "tok-shielded" not in proc.stdout

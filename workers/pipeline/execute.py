@@ -45,7 +45,12 @@ from workers.pipeline.procs import child_env
 from workers.pipeline.provision import parse_spec, provision
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
-from workers.pipeline.sandbox import probe, sandbox_for_build, sandbox_for_tests
+from workers.pipeline.sandbox import (
+    probe,
+    sandbox_for_build,
+    sandbox_for_tests,
+    shield_worker_environ,
+)
 from workers.pipeline.testing import run_tests
 from workers.pipeline.types import (
     PipelineError,
@@ -208,6 +213,7 @@ def execute_run(
     ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore, only_tests)
     if settings.sandbox:
         probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
+        shield_worker_environ()
     try:
         with child_environment(ctx.child_policy):
             state = _pipeline(ctx, spec_text, Path(source))

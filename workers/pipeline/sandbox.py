@@ -20,6 +20,7 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
 import os
@@ -45,6 +46,7 @@ LOG_PREFIX = "ootci: sandbox:"
 _PROBE_TIMEOUT_S = 20
 _DISK_CHECK_EVERY_S = 1.0
 _CPU_GRACE_S = 5
+_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,17 @@ def probe(sandbox_uid: int) -> Support:
     )
     log.info("sandbox support: %s", support.describe())
     return support
+
+
+def shield_worker_environ() -> bool:
+    """Make this (worker) process non-dumpable: /proc/<pid>/environ, which holds ootci's
+    secrets, is then unreadable to a build or test running as the same uid (a compose or
+    Kubernetes worker without bwrap). exec resets the flag, so children are unaffected.
+    Costs: no core dumps of the worker, and same-uid debuggers (py-spy) need root."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
 
 
 # --------------------------------------------------------------------------- in the child
