@@ -19,8 +19,8 @@ from workers.pipeline.masking import SecretMasker
 
 class LogSink:
     """Writes lines to ``path`` (appending), keeps the last ``tail_lines`` in memory and hands
-    each line to ``on_line`` (e.g. a progress display), all masked by ``masker``. Safe to write from several threads:
-    a step's output reader and the step itself both log."""
+    each line to ``on_line`` (e.g. a progress display), all masked by ``masker``. Safe to
+    write from several threads: a step's output reader and the step itself both log."""
 
     def __init__(
         self,

@@ -82,7 +82,7 @@ class Limits:
 # --------------------------------------------------------------------------- probing
 # ``--die-with-parent``: a killed step leaves nothing running in its namespaces.
 _NAMESPACES = ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
-# bwrap run by root drops every capability; these two let setpriv switch to the sandbox uid,
+# With every other capability dropped, these two let setpriv switch to the sandbox uid,
 # which then drops them as well.
 _SETUID_CAPS = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
 
@@ -139,7 +139,7 @@ def probe(sandbox_uid: int) -> Support:
         args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if setpriv:
-            args += [*_SETUID_CAPS, "--", *_drop_to(setpriv, sandbox_uid)]
+            args += ["--cap-drop", "ALL", *_SETUID_CAPS, "--", *_drop_to(setpriv, sandbox_uid)]
         else:
             args.append("--")
         bwrap = bwrap if _works([*args, "true"]) else None
@@ -269,8 +269,10 @@ class StepSandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
-        if self.uid is not None:
-            args += _SETUID_CAPS
+        if not self.bwrap_userns:
+            # bwrap run by root keeps root's capabilities unless told: with them a step
+            # could unmount the tmpfs hiding the worker's HOME.
+            args += ["--cap-drop", "ALL", *(_SETUID_CAPS if self.uid is not None else [])]
         return [*args, "--chdir", str(cwd)]
 
     def _under_hidden(self, path: Path) -> bool:

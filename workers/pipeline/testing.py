@@ -472,7 +472,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
                 message=_crash_message(state, per_test_s),
                 details="\n".join(tail[-_DETAIL_LINES:]),
             )
-            log.write(f"ootci: {crashed} crashed: {records[crashed].message}")
+            log.write(f"ootci: {crashed} {records[crashed].outcome}: {records[crashed].message}")
             if runner.step_killed is not None:
                 problem = runner.step_killed
                 break
