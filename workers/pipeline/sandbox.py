@@ -14,8 +14,9 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
   step a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
   only the sandbox's own loopback). Without bwrap, ``unshare --user --net`` still takes the
   network away from the test step.
-- a disk budget: a watchdog sums the blocks of the run's writable dirs every second and
-  stops the step when it has grown by more than ``Settings.run_disk_budget_mb``.
+- a disk budget: a watchdog sums the blocks of the run's writable dirs every second (or
+  less often, so the walk costs at most a tenth of a core) and stops the step when they
+  have grown by more than ``Settings.run_disk_budget_mb``.
 """
 
 from __future__ import annotations
@@ -228,13 +229,19 @@ class StepSandbox:
         return cls(limits=None, notes=(why,))
 
     def prepare(self) -> None:
-        """Create the writable dirs, owned by the sandbox uid when the step runs as it."""
+        """Create the writable dirs; under root, give the run's own (``watched``) dirs to
+        the uid the step runs as: the test step's uid, or back to root for a build that
+        follows it (an attempt retried in the same run dir)."""
         for path in self.writable:
             path.mkdir(parents=True, exist_ok=True)
-            if self.uid is not None:
+        owner = self.uid if self.uid is not None else os.geteuid()
+        if os.geteuid() != 0:
+            return
+        for path in self.watched:
+            if path.exists() and path.stat().st_uid != owner:
                 for root, dirs, files in os.walk(path):
                     for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                        os.lchown(name, self.uid, self.uid)
+                        os.lchown(name, owner, owner)
 
     def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
         inner = list(cmd)
@@ -254,7 +261,7 @@ class StepSandbox:
         args += ["--ro-bind" if self.read_only_root else "--bind", "/", "/",
                  "--dev", "/dev", "--proc", "/proc"]
         for path in self.hidden:
-            args += ["--tmpfs", str(path)]
+            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         rebound = [p for p in self.visible if p.exists() and self._under_hidden(p)]
         # bwrap would create the dirs leading to a path bound back into a hidden dir 0700:
         # the sandbox uid could not reach it.
@@ -323,8 +330,11 @@ class DiskBudget:
     def __init__(self, paths: Iterable[Path], budget_mb: int) -> None:
         self.paths = tuple(paths)
         self.budget_mb = budget_mb
-        self._start = self.usage()
         self._checked = time.monotonic()
+        self._start = self.usage()
+        # A walk over a big build dir takes a while: never spend more than a tenth of a
+        # core on it.
+        self.interval_s = max(_DISK_CHECK_EVERY_S, (time.monotonic() - self._checked) * 10)
         self.tripped: str | None = None
 
     def usage(self) -> int:
@@ -339,10 +349,11 @@ class DiskBudget:
         return total
 
     def __call__(self) -> str | None:
-        if self.tripped is not None or time.monotonic() - self._checked < _DISK_CHECK_EVERY_S:
+        if self.tripped is not None or time.monotonic() - self._checked < self.interval_s:
             return self.tripped
         self._checked = time.monotonic()
         grown_mb = (self.usage() - self._start) // MB
+        self.interval_s = max(_DISK_CHECK_EVERY_S, (time.monotonic() - self._checked) * 10)
         if grown_mb > self.budget_mb:
             self.tripped = (
                 f"{LOG_PREFIX} the step wrote {grown_mb} MB to the run's dirs, over its disk "
@@ -369,14 +380,16 @@ def combine(*watchdogs: Callable[[], str | None] | None) -> Callable[[], str | N
 
 # --------------------------------------------------------------------------- per step
 def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
-    """The worker's HOME (credentials, .netrc, pip.conf) and ootci's home (its database,
-    an .env file): never / and never the dir the worker runs in."""
+    """The worker's HOME (credentials, .netrc, pip.conf), ootci's home (its database) and
+    the ``.env`` file settings are read from: never / and never the dir the worker runs in."""
     candidates = [Path.home(), Path(pwd.getpwuid(os.getuid()).pw_dir), settings.home]
     cwd = Path.cwd().resolve()
-    return tuple(
+    dirs = [
         p for p in dict.fromkeys(c.resolve() for c in candidates)
         if p != Path("/") and p.is_dir() and not _is_under(cwd, p)
-    )
+    ]
+    env_file = cwd / ".env"
+    return (*dirs, *([env_file] if env_file.is_file() else []))
 
 
 def _own_interpreter() -> tuple[Path, ...]:

@@ -172,15 +172,20 @@ def _plugin_environ(
     return environ
 
 
-def has_module(env: TorchEnv, module: str) -> bool:
-    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout)."""
+def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
+    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
+    step's ``sandbox``: the env's .pth files run, and a build may have written them."""
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    command = [str(env.python), "-c", probe]
+    cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
         proc = subprocess.run(
-            [str(env.python), "-c", probe],
+            sandbox.command(command, cwd) if sandbox else command,
+            cwd=cwd,
             env=child_env({}, pythonpath_front=env.pythonpath),
             capture_output=True,
             timeout=120,
+            preexec_fn=sandbox.preexec() if sandbox else None,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False  # the test run itself will report the broken interpreter
@@ -356,7 +361,7 @@ def run_tests(
     results_path.unlink(missing_ok=True)
     per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
     timeout_args: list[str] = []
-    if has_module(env, "pytest_timeout"):
+    if has_module(env, "pytest_timeout", sandbox):
         # `-p timeout` (its entry-point name) loads it even with plugin autoload disabled
         # and is a no-op otherwise; `-p pytest_timeout` would register it twice.
         timeout_args = ["-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread"]
