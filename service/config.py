@@ -116,7 +116,11 @@ class Settings(BaseSettings):
     sandbox_uid: int = Field(
         65534, ge=1, description="Unprivileged uid (and gid) the test step runs as under root."
     )
-    sandbox_address_space_mb: int = Field(16384, ge=64, description="RLIMIT_AS per process.")
+    sandbox_address_space_mb: int = Field(
+        262144, ge=64,
+        description="RLIMIT_AS per process: virtual, not resident memory. Device runtimes "
+        "reserve large arenas (openreg: 16 GiB per device), so keep it far above RAM.",
+    )
     sandbox_max_processes: int = Field(
         512, ge=8, description="RLIMIT_NPROC for the sandbox's uid (a fork bomb stops here)."
     )

@@ -77,7 +77,7 @@ def test_header_names_every_layer(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     header = sandbox_for_build(settings, writable=[tmp_path / "w"], visible=[],
                                watched=[]).describe()
-    assert header.startswith("ootci: sandbox: rlimits (address space 16384 MB, 512 processes")
+    assert header.startswith("ootci: sandbox: rlimits (address space 262144 MB, 512 processes")
     assert "disk budget 20480 MB" in header and "network on" in header
     support = probe(settings.sandbox_uid)
     assert ("pid/ipc namespaces via bwrap" in header) == (support.bwrap is not None)

@@ -309,15 +309,15 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
     # ccache keeps its default, machine-wide dir: every env and build dir shares it.
     ccache = child_env({}).get("CCACHE_DIR")
     own = [policy.home, policy.tmpdir, build_dir]
-    sandbox = sandbox_for_build(
-        ctx.settings,
-        # The build still installs into the shared torch env and writes into the source tree
-        # (issue #14 item 2 gives each run its own).
-        writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
-        visible=[*env.pythonpath, ctx.run_dir],
-        watched=own,
-    )
     with ctx.step(StepName.BUILD) as (sink, outcomes):
+        sandbox = sandbox_for_build(
+            ctx.settings,
+            # The build still installs into the shared torch env and writes into the source
+            # tree (issue #14 item 2 gives each run its own).
+            writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
+            visible=[*env.pythonpath, ctx.run_dir],
+            watched=own,
+        )
         outcome = build(
             recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
         )
@@ -330,16 +330,16 @@ def _test_step(
 ) -> TestRunOutcome:
     policy = ctx.child_policy
     own = [policy.home, policy.tmpdir, ctx.run_dir / "test"]
-    sandbox = sandbox_for_tests(
-        ctx.settings,
-        writable=own,
-        visible=[
-            _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
-            ctx.run_dir,
-        ],
-        watched=own,
-    )
     with ctx.step(StepName.TEST) as (sink, outcomes):
+        sandbox = sandbox_for_tests(
+            ctx.settings,
+            writable=own,
+            visible=[
+                _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
+                ctx.run_dir,
+            ],
+            watched=own,
+        )
         result = run_tests(
             recipe,
             env,

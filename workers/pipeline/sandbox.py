@@ -5,22 +5,27 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
 - rlimits (``resource``, set in the child before exec): address space, processes, file
   size, CPU time. RLIMIT_NPROC binds only a non-root uid: the kernel exempts uid 0.
 - an unprivileged uid: a worker running as root starts the test step as
-  ``Settings.sandbox_uid`` (nobody), so it cannot read root's files or /proc/<pid>/environ
-  of the worker. The build step keeps the worker's uid until a run gets a private torch env
-  and source copy (issue #14 item 2): today it installs into the shared env.
-- bubblewrap (``bwrap``, Debian's ``bubblewrap``): a user, pid and IPC namespace with a
-  fresh /proc (the worker's processes are invisible), the worker's HOME and ootci's home
-  hidden behind empty tmpfs (the paths the step needs are bound back), and for the test
-  step a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
-  only the sandbox's own loopback). Without bwrap, ``unshare --user --net`` still takes the
+  ``Settings.sandbox_uid`` (nobody, via ``setpriv``), so it cannot read root's files. The
+  build step keeps the worker's uid until a run gets a private torch env and source copy
+  (issue #14 item 2): today it installs into the shared env.
+- bubblewrap (``bwrap``, Debian's ``bubblewrap``): pid and IPC namespaces (and a user
+  namespace when the worker is not root; under root every capability is dropped) with a
+  fresh /proc (the worker's processes are invisible), the worker's HOME, ootci's home and
+  the ``.env`` file hidden (the paths the step needs are bound back), and for the test step
+  a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
+  only the sandbox's own loopback). Without bwrap, ``unshare --net`` still takes the
   network away from the test step.
 - a disk budget: a watchdog sums the blocks of the run's writable dirs every second (or
   less often, so the walk costs at most a tenth of a core) and stops the step when they
   have grown by more than ``Settings.run_disk_budget_mb``.
+
+Whatever the layers, ``shield_worker_environ`` keeps the worker's /proc/<pid>/environ (its
+secrets) from children of its own uid.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import logging
@@ -382,7 +387,10 @@ def combine(*watchdogs: Callable[[], str | None] | None) -> Callable[[], str | N
 def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
     """The worker's HOME (credentials, .netrc, pip.conf), ootci's home (its database) and
     the ``.env`` file settings are read from: never / and never the dir the worker runs in."""
-    candidates = [Path.home(), Path(pwd.getpwuid(os.getuid()).pw_dir), settings.home]
+    candidates = [Path.home(), settings.home]
+    # A container's uid may have no passwd entry: $HOME is all there is then.
+    with contextlib.suppress(KeyError):
+        candidates.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
     cwd = Path.cwd().resolve()
     dirs = [
         p for p in dict.fromkeys(c.resolve() for c in candidates)
