@@ -27,7 +27,9 @@ def test_fixed_later():
 
 def ootci(home: Path, *args: str, **env: str) -> tuple[int, Any, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200", **env})
+    # The operator lets FIXED_MARK through to builds and tests (nothing else gets there).
+    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200",
+                    "OOTCI_CHILD_ENV_PASSTHROUGH": '["FIXED_MARK"]', **env})
     proc = subprocess.run(
         [sys.executable, "-m", "service.cli", *args],
         cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600,

@@ -197,10 +197,9 @@ def test_python_hang_is_stopped_by_pytest_timeout(
 
 
 FLAKY = """
-    import os
     from pathlib import Path
 
-    MARK = Path(os.environ["FLAKY_MARK"])
+    MARK = Path(__file__).with_name("flaky.mark")
 
     def test_flaky():
         if not MARK.exists():
@@ -216,10 +215,7 @@ FLAKY = """
 
 
 @pytest.mark.parametrize("rerun", [True, False])
-def test_failures_are_rerun_once(
-    installed: TorchEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rerun: bool
-) -> None:
-    monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "mark"))
+def test_failures_are_rerun_once(installed: TorchEnv, tmp_path: Path, rerun: bool) -> None:
     suite = make_suite(tmp_path, {"test_flaky.py": FLAKY})
     result = run(suite, installed, tmp_path, rerun_failures=rerun)
     expected = {

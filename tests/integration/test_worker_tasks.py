@@ -118,7 +118,10 @@ def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path) -> N
         "def test_fixed_later():\n    assert os.path.exists(os.environ['FIXED_MARK'])\n"
     )
     source = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": suite})
-    settings = Settings(home=tmp_path / "home", database_url=str(engine.url))
+    # The operator lets FIXED_MARK through to builds and tests (nothing else gets there).
+    settings = Settings(
+        home=tmp_path / "home", database_url=str(engine.url), child_env_passthrough=["FIXED_MARK"]
+    )
     with session_scope(engine) as s:
         first_id = create_run(
             s, get_or_create_backend(s, "pyonly", str(source)), "installed", trigger="nightly"

@@ -41,9 +41,12 @@ def test_expand_substitutes_known_placeholders_only() -> None:
 
 
 def test_build_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", "/from/parent")
+    monkeypatch.setenv("PYTHONPATH", "/from/worker")
     env = build_environ(
-        recipe(tmp_path, MAX_JOBS="1", CMAKE_BUILD_PARALLEL_LEVEL="16", EXTRA="x"),
+        recipe(
+            tmp_path, MAX_JOBS="1", CMAKE_BUILD_PARALLEL_LEVEL="16", EXTRA="x",
+            PYTHONPATH="/from/recipe",
+        ),
         torch_env(tmp_path, Path("/overlay")),
         tmp_path / "b",
         None,
@@ -53,7 +56,7 @@ def test_build_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert env["CMAKE_BUILD_PARALLEL_LEVEL"] == "2"  # more than the cap: capped
     assert env["EXTRA"] == "x"
     assert env["LC_ALL"] == "C"
-    assert env["PYTHONPATH"].split(os.pathsep) == ["/overlay", "/from/parent"]
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/overlay", "/from/recipe"]
 
 
 def test_recipe_may_pick_its_locale(tmp_path: Path) -> None:

@@ -95,8 +95,11 @@ def test_missing_executable_is_an_exit_code_not_an_exception(tmp_path: Path) -> 
 
 
 def test_child_env_puts_pythonpath_first(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("PYTHONPATH", "/old:/shared")
-    env = child_env({"A": "1"}, pythonpath_front=[Path("/overlay"), "/shared"])
+    # The worker's own PYTHONPATH is not the child's business; the overrides' is kept.
+    monkeypatch.setenv("PYTHONPATH", "/worker")
+    env = child_env(
+        {"A": "1", "PYTHONPATH": "/old:/shared"}, pythonpath_front=[Path("/overlay"), "/shared"]
+    )
     assert env["PYTHONPATH"] == "/overlay:/shared:/old"
     assert env["A"] == "1"
 

@@ -292,7 +292,7 @@ def _pip_env_for_index(index_url: str) -> dict[str, str]:
     PIP_* index/find-links variables (machine-wide extras could otherwise supply torch)."""
     env = {
         k: v
-        for k, v in os.environ.items()
+        for k, v in child_env({}).items()
         if k not in {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"}
     }
     env["PIP_CONFIG_FILE"] = os.devnull
@@ -318,7 +318,7 @@ def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
             str(report),
             spec.requirement,
         ]
-        env = dict(os.environ)
+        env = child_env({})
         if spec.index_url:
             cmd += ["--index-url", spec.index_url]
             env = _pip_env_for_index(spec.index_url)
@@ -501,6 +501,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
             raise ProvisionError(f"could not create the overlay env {venv} (see {log.path})")
         purelib = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            env=environ,
             capture_output=True,
             text=True,
             check=True,
