@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from workers.pipeline.execute import RunEvent
 
 STATUS_STYLE = {"running": "cyan", "passed": "green", "failed": "red", "errored": "yellow"}
 
@@ -38,7 +41,7 @@ class RunProgress:
             self._live.update(self._render())
             self._live.__exit__(t, e, tb)
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: RunEvent) -> None:
         if event.kind == "step":
             started = self.steps.get(event.step, ("", time.monotonic(), None))[1]
             ended = None if event.status == "running" else time.monotonic()

@@ -1,43 +1,40 @@
 """``ootci mutants list|apply`` and ``ootci corpus``: the breakage corpus on the command line.
 
-Mounted by ``service/cli.py`` (the composition root). Exit codes as there: 0 fine, 1 the
-corpus found misclassifications (accuracy < 100 %), 2 bad input.
+Mounted by ``service/cli/app.py``. Exit codes as everywhere (``service/cli/common.py``): 0 fine,
+1 the corpus found misclassifications (accuracy < 100 %), 2 bad input.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from service.cli.common import (
+    BUNDLED_BACKEND,
+    EXIT_FAILED,
+    REPO_ROOT,
+    console,
+    die,
+    load_settings,
+    migrated_engine,
+    out,
+    print_json,
+)
 from workers.corpus import catalogue
 from workers.corpus.edits import MutantError
 from workers.corpus.mutant import Mutant
 from workers.corpus.report import CaseResult, accuracy, confusion, summary
 
-EXIT_FAILED, EXIT_USAGE = 1, 2
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BUNDLED_BACKEND = REPO_ROOT / "backend"
 GOLDEN_DIR = REPO_ROOT / "tests" / "fixtures" / "logs" / "mutants"
 
 mutants_app = typer.Typer(help="The mutant catalogue: patched torch installs that break the "
                           "PrivateUse1 path the way upstream changes do.",
                           no_args_is_help=True, add_completion=False)
-console = Console(stderr=True)
-out = Console()
-
-
-def _die(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
 @mutants_app.command("list")
 def list_mutants(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every mutant: what it imitates, the upstream PR, the verdict and capture it must get."""
@@ -49,7 +46,7 @@ def list_mutants(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
              "files": list(m.touched)}
             for m in catalogue.MUTANTS
         ]
-        out.print_json(json.dumps(rows))
+        print_json(rows)
         return
     table = Table(title=f"{len(catalogue.MUTANTS)} mutants", show_lines=True)
     for col in ("name", "imitates", "upstream PR", "expected", "expected capture"):
@@ -80,9 +77,9 @@ def apply_mutant(
         mutant = catalogue.get(name)
         overlay = build_overlay(torch_dir or installed_torch_dir(), out_dir, mutant)
     except MutantError as exc:
-        _die(str(exc))
+        die(str(exc))
     if as_json:
-        out.print_json(json.dumps(overlay.to_dict()))
+        print_json(overlay.to_dict())
         return
     console.print(f"{mutant.name}: {overlay.linked} hard links, {overlay.symlinked} symlinks, "
                   f"patched {', '.join(overlay.patched) or '-'}"
@@ -151,9 +148,9 @@ def corpus(
     try:
         mutants = catalogue.select(only)
     except MutantError as exc:
-        _die(str(exc))
+        die(str(exc))
     if save_fixtures and not live:
-        _die("--save-fixtures needs --live (fixtures are excerpts of live runs)")
+        die("--save-fixtures needs --live (fixtures are excerpts of live runs)")
     started = time.perf_counter()
     if not live:
         results = runner.classify_goldens(mutants, GOLDEN_DIR)
@@ -162,7 +159,7 @@ def corpus(
     elapsed = time.perf_counter() - started
     mode = "live" if live else "golden logs"
     if as_json:
-        out.print_json(json.dumps(summary(results, elapsed, mode)))
+        print_json(summary(results, elapsed, mode))
     else:
         _print_results(results, elapsed, mode)
     if accuracy(results) < 1.0:
@@ -171,19 +168,18 @@ def corpus(
 
 def _live(mutants: list[Mutant], backend: Path, save: bool, keep: bool, baseline: bool,
           *, quiet: bool) -> list[CaseResult]:
-    from service.cli import _engine, _settings
     from workers.corpus import runner
     from workers.corpus.overlay import installed_torch_dir
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
 
-    settings = _settings()
+    settings = load_settings()
     try:
         load_recipe(backend.resolve())
         torch_dir = installed_torch_dir()
     except (UsageError, MutantError) as exc:
-        _die(str(exc))
-    engine = _engine(settings)
+        die(str(exc))
+    engine = migrated_engine(settings)
     work_root = Path(tempfile.mkdtemp(prefix="ootci-corpus-"))
     if keep:
         console.print(f"keeping overlays, venvs and build dirs under {work_root}")
@@ -199,13 +195,10 @@ def _live(mutants: list[Mutant], backend: Path, save: bool, keep: bool, baseline
     try:
         results, _ = runner.run_live(cfg, mutants)
     except MutantError as exc:
-        _die(str(exc))
+        die(str(exc))
     finally:
         if not keep:
             import shutil
 
             shutil.rmtree(work_root, ignore_errors=True)
     return results
-
-
-corpus_app = corpus  # registered by service/cli.py as the `corpus` command
