@@ -24,6 +24,7 @@ from service.api.schemas import (
     TorchBuildOut,
 )
 from service.api.triggers import enqueue_committed
+from service.domain.torch_spec import TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
 from service.runs import create_run, plan_rerun
@@ -205,6 +206,7 @@ def step_log(
         400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "Unknown backend"},
+        422: {"model": Problem, "description": "The torch spec does not parse (no run is made)"},
     },
     summary="Queue a run of a registered backend against a torch spec",
 )
@@ -217,6 +219,14 @@ def trigger_run(
             status.HTTP_404_NOT_FOUND,
             f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
         )
+    try:
+        parse_spec(
+            body.torch,
+            nightly_index_url=ctx.settings.nightly_index_url,
+            pip_index_url=ctx.settings.pip_index_url,
+        )
+    except TorchSpecError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
     session.commit()
     return _accepted(ctx, response, run)

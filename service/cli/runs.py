@@ -43,9 +43,9 @@ def run(
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
     from service.db import session_scope
+    from service.domain.torch_spec import TorchSpecError, parse_spec
     from service.models import Run, RunState
     from service.runs import create_run, get_or_create_backend
-    from workers.pipeline.provision import parse_spec
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
 
@@ -57,7 +57,7 @@ def run(
             parse_spec(spec, nightly_index_url=settings.nightly_index_url,
                        pip_index_url=settings.pip_index_url)
         recipe = load_recipe(backend.resolve())
-    except UsageError as exc:
+    except (TorchSpecError, UsageError) as exc:
         die(str(exc))
     engine = migrated_engine(settings)
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import (
     COLLECTION_NODEID,
     RESULTS_FILE,

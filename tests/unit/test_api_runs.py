@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
@@ -412,6 +412,27 @@ def test_trigger_run_validates_its_body(
         resp = client.post("/api/runs", json={"backend": "acme", "torch": torch}, headers=auth)
         assert resp.status_code == 422, torch
     assert client.post("/api/runs", json={"backend": "acme"}, headers=auth).status_code == 422
+    assert dispatcher.enqueued == []
+
+
+def test_trigger_run_refuses_a_spec_the_grammar_refuses_and_makes_no_run(
+    client: TestClient, engine: Engine, seeded: Seeded, dispatcher: RecordingDispatcher
+) -> None:
+    """These pass the schema's pattern; the domain's grammar names what is wrong."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with Session(engine) as s:
+        runs_before = s.scalar(select(func.count()).select_from(Run))
+    for torch, problem in (
+        ("pip:numpy==2.0", "the requirement must be for torch"),
+        ("pip:torch==", "not a pip requirement"),
+        ("wheel:/tmp/torch.tar.gz", "a wheel file name ends in .whl"),
+        ("pip:torch==2.13.0@@not-a-url", "is not an http(s):// or file:// URL"),
+    ):
+        resp = client.post("/api/runs", json={"backend": "acme", "torch": torch}, headers=auth)
+        assert resp.status_code == 422, torch
+        assert problem in resp.json()["detail"] and repr(torch) in resp.json()["detail"]
+    with Session(engine) as s:
+        assert s.scalar(select(func.count()).select_from(Run)) == runs_before
     assert dispatcher.enqueued == []
 
 

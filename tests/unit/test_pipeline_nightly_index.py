@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.tags import sys_tags
 
-from workers.pipeline.provision import newest_on_index
+from workers.pipeline.resolve import newest_on_index
 from workers.pipeline.types import ProvisionError, SpecError
 
 HERE = next(iter(sys_tags()))  # the most specific tag this interpreter installs

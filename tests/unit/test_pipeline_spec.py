@@ -1,11 +1,18 @@
-"""Torch spec parsing: every kind, and a clear SpecError for everything else."""
+"""Torch spec parsing: every kind, and an error naming the problem for everything else."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers.pipeline.provision import DEFAULT_NIGHTLY_INDEX, TorchSpec, parse_spec
-from workers.pipeline.types import SpecError, UsageError
+from service.domain.torch_spec import (
+    DEFAULT_NIGHTLY_INDEX,
+    SourceKind,
+    TorchSpec,
+    TorchSpecError,
+    parse_spec,
+)
+from workers.pipeline import resolve
+from workers.pipeline.types import UsageError
 
 
 def test_installed() -> None:
@@ -68,7 +75,15 @@ def test_wheel_and_path() -> None:
     ],
 )
 def test_bad_specs_name_the_problem(text: str, message: str) -> None:
-    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
+    pattern = message.replace("(", r"\(").replace(")", r"\)")
+    with pytest.raises(TorchSpecError, match=pattern):
         parse_spec(text)
-    # A usage error: the CLI exits 2 and stores nothing.
-    assert isinstance(info.value, UsageError) and info.value.kind == "usage"
+    # In the pipeline the same refusal is a usage error: the CLI exits 2 and stores nothing.
+    with pytest.raises(UsageError, match=pattern) as info:
+        resolve.parse_spec(text)
+    assert info.value.kind == "usage"
+
+
+def test_kind_is_the_source_kind_enum() -> None:
+    assert parse_spec("nightly").kind is SourceKind.NIGHTLY
+    assert resolve.parse_spec("path:/tmp/overlay").kind is SourceKind.PATH

@@ -38,8 +38,9 @@ from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import run_tests
 from workers.pipeline.types import (
     PipelineError,
