@@ -23,11 +23,11 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext, ContextDep
-from service.api.schemas import Problem, WebhookResult
 from service.api.triggers import create_runs, enqueue_committed
 from service.api.webhook_routing import QUEUED, Decision, pre_route, route
 from service.github.events import PayloadError
 from service.models import WebhookDelivery, utcnow
+from service.schemas import Problem, WebhookResult
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["webhooks"])

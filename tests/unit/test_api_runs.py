@@ -4,9 +4,14 @@ breakages, triggering, health and metrics."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -557,3 +562,37 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
     ):
         assert path in paths
     assert client.get("/docs").status_code == 200
+
+
+def _ootci_json(db_url: str, home: Path, *args: str) -> Any:
+    """``ootci ARGS --json`` in a process of its own over the test's database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    env.update(OOTCI_HOME=str(home), OOTCI_DATABASE_URL=db_url)
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.cli", *args, "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_cli_prints_the_documents_the_api_answers(
+    client: TestClient, seeded: Seeded, db_url: str, tmp_path: Path
+) -> None:
+    """One wire shape: ``ootci show RUN --json`` is ``GET /api/runs/RUN`` and ``ootci runs
+    --json`` is ``GET /api/runs``, for the same filters."""
+    for run_id in (seeded.failed, seeded.running):
+        api = client.get(f"/api/runs/{run_id}")
+        assert api.status_code == 200
+        assert _ootci_json(db_url, tmp_path, "show", str(run_id)) == api.json()
+    detail = client.get(f"/api/runs/{seeded.failed}").json()
+    assert detail["failures"] and detail["steps"] and detail["torch_build"]  # not a trivial match
+
+    api_page = client.get("/api/runs", params={"limit": 3, "backend": "torch_openreg"}).json()
+    cli_page = _ootci_json(db_url, tmp_path, "runs", "--limit", "3", "--backend", "torch_openreg")
+    assert cli_page == api_page and len(api_page["runs"]) == 3
+    # --torch filters as the API's torch_spec does: the whole spec, not a substring of it.
+    assert _ootci_json(db_url, tmp_path, "runs", "--torch", "nightly") == (
+        client.get("/api/runs", params={"torch_spec": "nightly", "limit": 20}).json()
+    )
+    assert _ootci_json(db_url, tmp_path, "runs", "--torch", "pip:torch")["runs"] == []

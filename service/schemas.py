@@ -1,4 +1,7 @@
-"""Response and request bodies of the JSON API (they are its OpenAPI schema)."""
+"""The wire shape: every document ootci hands out, the JSON API's bodies (its OpenAPI schema)
+and every ``ootci ... --json``. ``ootci show RUN --json`` prints what ``GET /api/runs/RUN``
+answers and ``ootci runs --json`` what ``GET /api/runs`` answers: both build them here.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,15 @@ import datetime as dt
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
 
+from service.models import Run
+from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
+
+# Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
+TOTAL_CAP = 10_000
 
 # The kinds the pipeline provisions; the pipeline validates the rest of the spec.
 # ASCII whitespace spelled out: "\s" means different sets in JSON Schema (ECMA), Python and
@@ -43,6 +52,7 @@ class RunSummary(_Orm):
     attempts: int
     verdict: str | None
     verdict_subtype: str | None
+    duration_s: float | None
 
 
 class RunList(BaseModel):
@@ -97,7 +107,6 @@ class RunDetail(RunSummary):
     )
     error: str | None
     verdict_reason: str | None
-    duration_s: float | None
     steps: list[StepOut]
     failures: list[FailureOut]
     test_counts: dict[str, int]
@@ -194,3 +203,80 @@ class Health(BaseModel):
 
 class Problem(BaseModel):
     detail: str
+
+
+# ---------------------------------------------------------------------------- run documents
+def run_summary(run: Run, backend: str) -> RunSummary:
+    return RunSummary(
+        id=run.id,
+        backend=backend,
+        torch_spec=run.torch_spec,
+        torch_build=TorchBuildOut.model_validate(run.torch_build) if run.torch_build else None,
+        backend_sha=run.backend_sha,
+        state=run.state,
+        trigger=run.trigger,
+        trigger_info=run.trigger_info,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        attempts=run.attempts,
+        verdict=run.verdict,
+        verdict_subtype=run.verdict_subtype,
+        duration_s=run.duration_s,
+    )
+
+
+def run_detail(session: Session, run_id: int) -> RunDetail | None:
+    """One run with its steps, failures and test counts; None if there is no such run."""
+    run = run_queries.get_run(session, run_id)
+    if run is None:
+        return None
+    backend = run_queries.get_backend(session, run.backend_id)
+    base = run_summary(run, backend.name if backend else "")
+    return RunDetail(
+        **base.model_dump(),
+        claimed_by=run.claimed_by,
+        lease_expires_at=run.lease_expires_at,
+        retry_at=run.retry_at,
+        error=run.error,
+        verdict_reason=run.verdict_reason,
+        steps=[
+            StepOut(
+                id=s.id,
+                name=s.name,
+                status=s.status,
+                started_at=s.started_at,
+                finished_at=s.finished_at,
+                duration_s=s.duration_s,
+                exit_code=s.exit_code,
+                log_size=s.log_size,
+                summary=s.summary,
+                log_url=f"/api/runs/{run.id}/steps/{s.name}/log",
+            )
+            for s in run.steps
+        ],
+        failures=[FailureOut.model_validate(f) for f in run.failures],
+        test_counts=run_queries.outcome_counts(session, run.id),
+    )
+
+
+def run_list(
+    session: Session,
+    filters: run_queries.RunFilters,
+    *,
+    limit: int,
+    offset: int = 0,
+    cursor: int | None = None,
+) -> RunList:
+    """A page of runs, newest first (``cursor``: the previous page's ``next_cursor``)."""
+    page = run_queries.list_runs(
+        session, filters, limit=limit, offset=offset, before_id=cursor, count_cap=TOTAL_CAP
+    )
+    return RunList(
+        runs=[run_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
+        total=page.total,
+        total_capped=page.total_capped,
+        limit=limit,
+        offset=offset,
+        next_cursor=page.next_cursor,
+    )
