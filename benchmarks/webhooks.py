@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from service.db import make_engine, session_scope  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
 from service.models import Run, WebhookDelivery  # noqa: E402
-from service.runs import get_or_create_backend  # noqa: E402
+from service.commands.runs import get_or_create_backend  # noqa: E402
 
 PG = os.environ.get("OOTCI_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = "redis://127.0.0.1:6379/7"

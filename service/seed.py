@@ -175,7 +175,7 @@ KINDS: tuple[Kind, ...] = (
          "The compiler was killed (out of memory): the machine, not the code."),
 )
 KIND_BY_NAME = {k.name: k for k in KINDS}
-# As in service.breakages: flakes and infra trouble are not breakages of the integration path.
+# As in service.commands.breakages: flakes and infra trouble are not breakages of the integration path.
 NOT_A_BREAKAGE = frozenset({"flake", "infra"})
 
 
@@ -560,7 +560,7 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
 
 
 def _title(kind: Kind, nid: str | None) -> str:
-    """The title service.breakages gives a breakage: subtype and what the failure names."""
+    """The title service.commands.breakages gives a breakage: subtype and what the failure names."""
     subject = next((kind.captures[k] for k in ("symbol", "header") if k in kind.captures),
                    nid or kind.line[:200])
     return f"{kind.subtype}: {subject}"

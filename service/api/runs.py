@@ -11,10 +11,10 @@ from service.api.deps import AppContext, ContextDep, SessionDep, require_token
 from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
+from service.commands.runs import create_run, plan_rerun
 from service.domain.torch_spec import TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
-from service.runs import create_run, plan_rerun
 from service.schemas import (
     Problem,
     RunCreated,

@@ -108,8 +108,8 @@ def serve(
         )
         # Embedded mode has no sweeper: runs left queued (or orphaned mid-run) by the
         # previous stop are picked up now rather than never.
+        from service.commands.runs import stale_run_ids
         from service.db import session_scope
-        from service.runs import stale_run_ids
 
         with session_scope(engine) as s:
             leftovers = stale_run_ids(s, queued_older_than_s=0)

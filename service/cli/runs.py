@@ -49,10 +49,10 @@ def run(
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
+    from service.commands.runs import create_run, get_or_create_backend
     from service.db import session_scope
     from service.domain.torch_spec import TorchSpecError, parse_spec
     from service.models import Run, RunState
-    from service.runs import create_run, get_or_create_backend
     from service.schemas import run_detail
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
@@ -108,8 +108,8 @@ def rerun(
 ) -> None:
     """Rerun a failed run's failed tests (the whole suite if it failed before its tests:
     a build) against the same torch spec, and show the verdict."""
+    from service.commands.runs import plan_rerun
     from service.db import session_scope
-    from service.runs import plan_rerun
     from service.schemas import run_detail
 
     settings = load_settings()

@@ -33,9 +33,14 @@ class RunState(enum.StrEnum):
     FAILED = "failed"
     ERRORED = "errored"  # ootci or the infrastructure failed, not the backend
 
+    # Class-body names are the plain values here: these are sets of the values, which
+    # compare equal to the members and go straight into SQL ``IN``.
+    FINISHED = enum.nonmember(frozenset({PASSED, FAILED, ERRORED}))
+    ACTIVE = enum.nonmember(frozenset({QUEUED, RUNNING}))
+
     @property
     def finished(self) -> bool:
-        return self in (RunState.PASSED, RunState.FAILED, RunState.ERRORED)
+        return self in RunState.FINISHED
 
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
@@ -69,6 +74,9 @@ class StepStatus(enum.StrEnum):
     ERRORED = "errored"
     SKIPPED = "skipped"
 
+    # The step ran and did not succeed (its log is worth showing).
+    UNSUCCESSFUL = enum.nonmember(frozenset({FAILED, ERRORED}))
+
 
 class Outcome(enum.StrEnum):
     PASSED = "passed"
@@ -77,6 +85,12 @@ class Outcome(enum.StrEnum):
     SKIPPED = "skipped"
     CRASHED = "crashed"
     FLAKY = "flaky"  # failed, then passed on the automatic rerun
+
+    # The test did not pass: what a rerun repeats and the dashboard counts as failing.
+    FAILING = enum.nonmember(frozenset({FAILED, ERROR, CRASHED}))
+    # Outcomes the collect step classifies: the failing ones and the flaky (a flake is
+    # recorded and triaged as one, never a breakage).
+    CLASSIFIED = enum.nonmember(frozenset({FAILED, ERROR, CRASHED, FLAKY}))
 
 
 class Run(Base):

@@ -16,7 +16,7 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
-from service.runs import get_or_create_backend
+from service.commands.runs import get_or_create_backend
 from tests.integration.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 

@@ -36,7 +36,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
-from service.runs import create_run, get_or_create_backend
+from service.commands.runs import create_run, get_or_create_backend
 from tests.integration.pyonly import write_pyonly_backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]

@@ -32,7 +32,7 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
-from service.runs import create_run, get_or_create_backend
+from service.commands.runs import create_run, get_or_create_backend
 from tests.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-tests"

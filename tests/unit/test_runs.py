@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 
 from service.db import session_scope
 from service.models import IllegalTransition, Run, RunState, utcnow
-from service.runs import (
+from service.commands.runs import (
     claim_run,
     create_run,
     get_or_create_backend,

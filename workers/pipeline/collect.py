@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.breakages import record_occurrences, resolve_fixed
+from service.commands.breakages import record_occurrences, resolve_fixed
+from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import classify_log, classify_test_failure
 from service.domain.triage import TriageEvidence, run_verdict, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
-from service.history import Baseline, baseline_for
 from service.models import Failure, Outcome, Run, RunState, Step, StepName, TorchBuild
+from service.queries.baseline import Baseline, baseline_for
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 from workers.pipeline.types import StepStatus as OutcomeStatus
 
@@ -25,25 +25,16 @@ FAILED_OUTCOMES = {Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY
 
 
 def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
-    row = session.scalar(
-        select(TorchBuild).where(
-            TorchBuild.spec == env.spec,
-            TorchBuild.version == env.version,
-            TorchBuild.git_version == env.git_version,
-        )
+    """The provision step's TorchBuild row, written through the torch-build command."""
+    return record_torch_build(
+        session,
+        spec=env.spec,
+        source_kind=env.source_kind,
+        version=env.version,
+        git_version=env.git_version,
+        env_key=env.env_key,
+        python=str(env.python),
     )
-    if row is None:
-        row = TorchBuild(
-            spec=env.spec,
-            source_kind=env.source_kind,
-            version=env.version,
-            git_version=env.git_version,
-        )
-        session.add(row)
-    row.env_key = env.env_key
-    row.python = str(env.python)
-    session.flush()
-    return row
 
 
 def _read_log(step: Step | None) -> bytes:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, delete
 
+from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.config import Settings
 from service.db import session_scope
 from service.models import (
@@ -31,7 +32,6 @@ from service.models import (
     TestResult,
     utcnow,
 )
-from service.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
@@ -323,7 +323,7 @@ def _test_step(
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:
-    """The failed tests a rerun repeats (``service.runs.plan_rerun``); None runs the whole
+    """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
     tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None

@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.domain.torch_spec import SourceKind
+
 
 class PipelineError(Exception):
     """A step could not do its job. ``usage`` errors are the caller's fault (exit 2, nothing
@@ -39,7 +41,7 @@ class TorchEnv:
     """A provisioned PyTorch: the interpreter to use and what torch it imports."""
 
     spec: str
-    source_kind: str  # service.models.SourceKind value
+    source_kind: SourceKind
     python: Path
     version: str
     git_version: str

@@ -1,25 +1,26 @@
 """What a verified GitHub delivery means for ootci: which runs to queue, or why none.
 
-Pure decisions over the payload, the settings and the registered backends; the router
-records the delivery and creates the runs in one transaction.
+Decisions over the parsed delivery (``events.parse_delivery``, once per delivery), the
+settings and the registered backends; ``service/api/webhooks.py`` records the delivery and
+creates the runs in one transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.api.triggers import RunRequestSpec
+from service.commands.runs import RunRequestSpec
 from service.config import Settings
 from service.github.events import (
+    ParsedDelivery,
     PayloadError,
     PullRequestEvent,
     PushEvent,
-    unwrap_repository_dispatch,
+    Unrouted,
 )
 from service.models import Backend, SourceKind, TorchBuild
 
@@ -36,54 +37,31 @@ class Decision:
     runs: list[RunRequestSpec] = field(default_factory=list)
 
 
-def pre_route(settings: Settings, event: str, payload: Mapping[str, Any]) -> Decision | None:
+def pre_route(settings: Settings, delivery: ParsedDelivery) -> Decision | None:
     """The decision when it needs no database (most of GitHub's traffic is not for us),
-    else None: then ``route`` decides. Raises PayloadError like ``route``."""
-    if event == "ping":
-        return Decision(RECORDED, f"ping: {payload.get('zen', 'hello')}")
-    if event == "pull_request":
-        return _pull_request_without_db(settings, PullRequestEvent.parse(payload))
-    if event == "push":
-        return _push_without_db(settings, PushEvent.parse(payload))
-    if event == "repository_dispatch":
-        inner_event, inner = unwrap_repository_dispatch(payload)
-        if inner_event == "repository_dispatch":
-            return Decision(RECORDED, "a relayed repository_dispatch is not routed again")
-        return pre_route(settings, inner_event, inner)
-    return Decision(RECORDED, f"event {event!r} is recorded but not routed")
+    else None: then ``route`` decides."""
+    subject = delivery.subject
+    if isinstance(subject, Unrouted):
+        return Decision(RECORDED, subject.reason)
+    if isinstance(subject, PullRequestEvent):
+        return _pull_request_without_db(settings, subject)
+    return _push_without_db(settings, subject)
 
 
 def route(
-    session: Session,
-    settings: Settings,
-    event: str,
-    payload: Mapping[str, Any],
-    *,
-    delivery: str,
-    via: str | None = None,
+    session: Session, settings: Settings, delivery: ParsedDelivery, *, delivery_id: str
 ) -> Decision:
-    """Raises PayloadError when the payload lacks what its event must carry."""
-    decided = pre_route(settings, event, payload)
+    decided = pre_route(settings, delivery)
     if decided is not None:
         return decided
-    info: dict[str, Any] = {"delivery": delivery, "event": event}
-    if via:
-        info["via"] = via
-    if event == "pull_request":
-        return _pull_request(session, settings, PullRequestEvent.parse(payload), info)
-    if event == "push":
-        return _push(session, settings, PushEvent.parse(payload), info)
-    # pre_route decided everything else but a relayed pull_request or push.
-    inner_event, inner = unwrap_repository_dispatch(payload)
-    action = payload.get("action")
-    return route(
-        session,
-        settings,
-        inner_event,
-        inner,
-        delivery=delivery,
-        via=f"repository_dispatch:{action}" if action else "repository_dispatch",
-    )
+    info: dict[str, Any] = {"delivery": delivery_id, "event": delivery.event}
+    if delivery.via:
+        info["via"] = delivery.via
+    subject = delivery.subject
+    if isinstance(subject, PullRequestEvent):
+        return _pull_request(session, settings, subject, info)
+    assert isinstance(subject, PushEvent)  # pre_route decided every Unrouted
+    return _push(session, settings, subject, info)
 
 
 def _backends(session: Session) -> list[Backend]:

@@ -8,6 +8,8 @@ and Postgres alike.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import CursorResult, func, or_, select, update
@@ -51,6 +53,31 @@ def create_run(
     session.add(run)
     session.flush()
     return run
+
+
+@dataclass(frozen=True)
+class RunRequestSpec:
+    """One run to create: a backend against a torch spec, with why."""
+
+    backend: Backend
+    torch_spec: str
+    trigger_info: dict[str, Any] = field(default_factory=dict)
+    backend_sha: str | None = None
+
+
+def create_runs(session: Session, requests: Iterable[RunRequestSpec], *, trigger: str) -> list[int]:
+    """Add the rows (flushed, not committed: the caller's unit of work decides)."""
+    return [
+        create_run(
+            session,
+            r.backend,
+            r.torch_spec,
+            trigger=trigger,
+            trigger_info=r.trigger_info,
+            backend_sha=r.backend_sha,
+        ).id
+        for r in requests
+    ]
 
 
 def claim_run(
