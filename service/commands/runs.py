@@ -188,7 +188,7 @@ def plan_rerun(session: Session, run_id: int) -> int | None:
         session.scalars(
             select(TestResult.nodeid).where(
                 TestResult.run_id == old.id,
-                TestResult.outcome.in_([Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED]),
+                TestResult.outcome.in_(Outcome.FAILING),
                 # "<collection>", "<import torch>"...: records of no single test, which
                 # only the whole suite repeats.
                 TestResult.nodeid.not_like("<%"),

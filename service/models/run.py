@@ -7,7 +7,6 @@ the run so that a crash leaves a consistent, re-claimable row.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import zlib
 from typing import Any
 
@@ -22,26 +21,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from service.domain.states import RunState, StepStatus
 from service.models.base import Base, utcnow
 from service.models.torch_build import TorchBuild
-
-
-class RunState(enum.StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"  # ootci or the infrastructure failed, not the backend
-
-    # Class-body names are the plain values here: these are sets of the values, which
-    # compare equal to the members and go straight into SQL ``IN``.
-    FINISHED = enum.nonmember(frozenset({PASSED, FAILED, ERRORED}))
-    ACTIVE = enum.nonmember(frozenset({QUEUED, RUNNING}))
-
-    @property
-    def finished(self) -> bool:
-        return self in RunState.FINISHED
-
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.RUNNING, RunState.ERRORED}),
@@ -57,40 +39,6 @@ ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
 
 class IllegalTransition(RuntimeError):
     pass
-
-
-class StepName(enum.StrEnum):
-    PROVISION = "provision"
-    BUILD = "build"
-    TEST = "test"
-    COLLECT = "collect"
-
-
-class StepStatus(enum.StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"
-    SKIPPED = "skipped"
-
-    # The step ran and did not succeed (its log is worth showing).
-    UNSUCCESSFUL = enum.nonmember(frozenset({FAILED, ERRORED}))
-
-
-class Outcome(enum.StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    SKIPPED = "skipped"
-    CRASHED = "crashed"
-    FLAKY = "flaky"  # failed, then passed on the automatic rerun
-
-    # The test did not pass: what a rerun repeats and the dashboard counts as failing.
-    FAILING = enum.nonmember(frozenset({FAILED, ERROR, CRASHED}))
-    # Outcomes the collect step classifies: the failing ones and the flaky (a flake is
-    # recorded and triaged as one, never a breakage).
-    CLASSIFIED = enum.nonmember(frozenset({FAILED, ERROR, CRASHED, FLAKY}))
 
 
 class Run(Base):

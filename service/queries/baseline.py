@@ -30,7 +30,6 @@ class Baseline:
 
 
 def baseline_for(session: Session, run: Run, pins: list[str]) -> Baseline:
-    finished = (RunState.PASSED, RunState.FAILED)
     pin_run = session.scalar(
         select(Run)
         .where(
@@ -38,7 +37,7 @@ def baseline_for(session: Session, run: Run, pins: list[str]) -> Baseline:
             Run.id != run.id,
             Run.id < run.id,
             Run.torch_spec.in_(pins),
-            Run.state.in_(finished),
+            Run.state.in_(RunState.CONCLUSIVE),
         )
         .order_by(Run.id.desc())
         .limit(1)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.states import StepStatus
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
@@ -19,7 +20,7 @@ from workers.pipeline.testing import (
     SESSION_EXIT_NODEID,
     run_tests,
 )
-from workers.pipeline.types import StepStatus, TestRunOutcome, TorchEnv
+from workers.pipeline.types import TestRunOutcome, TorchEnv
 
 TEST_COMMAND = (
     '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'

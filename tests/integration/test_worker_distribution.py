@@ -32,11 +32,11 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend
 from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
-from service.commands.runs import create_run, get_or_create_backend
 from tests.integration.pyonly import write_pyonly_backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]

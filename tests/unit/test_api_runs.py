@@ -19,6 +19,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import (
@@ -32,7 +33,6 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
-from service.commands.runs import create_run, get_or_create_backend
 from tests.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-tests"

@@ -7,8 +7,6 @@ import datetime as dt
 import pytest
 from sqlalchemy import Engine
 
-from service.db import session_scope
-from service.models import IllegalTransition, Run, RunState, utcnow
 from service.commands.runs import (
     claim_run,
     create_run,
@@ -18,6 +16,8 @@ from service.commands.runs import (
     retry_delay_s,
     stale_run_ids,
 )
+from service.db import session_scope
+from service.models import IllegalTransition, Run, RunState, utcnow
 
 
 def _queued(engine: Engine) -> int:

@@ -17,10 +17,10 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, SourceKind, TorchBuild, WebhookDelivery
-from service.commands.runs import get_or_create_backend
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 SECRET = "It's a Secret to Everybody"

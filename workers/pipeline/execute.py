@@ -21,6 +21,7 @@ from sqlalchemy import Engine, delete
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.config import Settings
 from service.db import session_scope
+from service.domain.states import StepStatus as OutcomeStatus
 from service.models import (
     Backend,
     Failure,
@@ -49,7 +50,6 @@ from workers.pipeline.types import (
     TestRunOutcome,
     TorchEnv,
 )
-from workers.pipeline.types import StepStatus as OutcomeStatus
 
 log = logging.getLogger(__name__)
 

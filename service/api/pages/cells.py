@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from service.models import Outcome, StepStatus
+from service.models import Outcome, RunState, StepStatus
 
 # verdict -> (glyph, short label shown in the cell, words for hover and screen readers)
 VERDICTS: dict[str, tuple[str, str, str]] = {
@@ -119,7 +119,7 @@ def import_cell(run: RunFacts) -> Cell:
     if run.steps.get("build") != "passed":
         return (
             _pending(run, None)
-            if run.state in ("queued", "running")
+            if run.state in RunState.ACTIVE
             else Cell("notrun", None, "the build did not pass", run.run_id)
         )
     test = run.steps.get("test")
