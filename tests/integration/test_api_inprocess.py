@@ -17,7 +17,7 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"

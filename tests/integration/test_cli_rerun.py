@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, Step
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
 

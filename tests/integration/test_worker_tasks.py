@@ -17,7 +17,7 @@ from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
 from workers.tasks import nightly_specs, plan_nightly

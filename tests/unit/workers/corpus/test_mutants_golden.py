@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from workers.corpus import catalogue, golden
 
-DIR = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "mutants"
+DIR = FIXTURES / "logs" / "mutants"
 LOGS = sorted(DIR.glob("*.log"))
 UPDATE = os.environ.get("UPDATE_FIXTURES") == "1"
 # The test step records no evidence for these (docs/corpus.md, "Known gap"): torch's autoload

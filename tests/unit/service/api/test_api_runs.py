@@ -33,7 +33,7 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
-from tests.helpers import RecordingDispatcher
+from tests.support.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-tests"
 T0 = dt.datetime(2026, 11, 20, 3, 0, tzinfo=dt.UTC)

@@ -12,8 +12,9 @@ from sqlalchemy import func, inspect, select
 
 from service.db import make_engine
 from service.models import Run
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def ootci(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

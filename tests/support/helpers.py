@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy.orm import Session
 
 from service.models import Backend, Run, RunState, Step, StepName, StepStatus, utcnow
+from tests.support.paths import FIXTURES
 
-LOGS = Path(__file__).parent / "fixtures" / "logs"
+LOGS = FIXTURES / "logs"
 
 
 def fixture_log(name: str) -> bytes:

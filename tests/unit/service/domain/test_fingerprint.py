@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
 from service.domain.classify import classify_log, classify_test_failure
 from service.domain.fingerprint import FINGERPRINT_VERSION, fingerprint, mask, signature
 from service.domain.verdict import Category, Finding, Stage, Subtype
+from tests.support.paths import FIXTURES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "logs"))
+sys.path.insert(0, str(FIXTURES / "logs"))
 import golden_logs as golden  # noqa: E402
 
 GOLDENS = golden.all_goldens()

@@ -664,7 +664,7 @@ def seed_database(engine: Engine, spec: SeedSpec | None = None) -> dict[str, int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m service.seed [--nights N]``: a demo database for the dashboard, in the
+    """``python -m tests.support.seed [--nights N]``: a demo database for the dashboard, in the
     configured database (OOTCI_DATABASE_URL, default SQLite under OOTCI_HOME)."""
     import argparse
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO_ROOT
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.types import RecipeError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 GOOD = """
 [backend]
 name = "acme"

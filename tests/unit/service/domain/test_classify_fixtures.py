@@ -1,6 +1,6 @@
 """The classifier against real logs of real breakages (tests/fixtures/logs/*.log).
 
-``UPDATE_FIXTURES=1 pytest tests/unit/test_classify_fixtures.py`` re-blesses the expected
+``UPDATE_FIXTURES=1 pytest tests/unit/service/domain/test_classify_fixtures.py`` re-blesses the expected
 headers from the classifier's current answers (review the diff).
 """
 
@@ -19,8 +19,9 @@ from service.domain.classify.engine import clean_line
 from service.domain.classify.rules import Weight
 from service.domain.fingerprint import FINGERPRINT_VERSION, LOCATION_CAPTURES
 from service.domain.verdict import Stage
+from tests.support.paths import FIXTURES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "logs"))
+sys.path.insert(0, str(FIXTURES / "logs"))
 import golden_logs as golden  # noqa: E402
 
 GOLDENS = golden.all_goldens()

@@ -21,8 +21,9 @@ from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, SourceKind, TorchBuild, WebhookDelivery
+from tests.support import paths as support_paths
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
+FIXTURES = support_paths.FIXTURES / "webhooks"
 SECRET = "It's a Secret to Everybody"
 
 

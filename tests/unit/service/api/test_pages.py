@@ -27,7 +27,7 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
-from service.seed import SeedRefused, SeedSpec, seed_database
+from tests.support.seed import SeedRefused, SeedSpec, seed_database
 
 
 class NoDispatch:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO_ROOT
 from workers.pipeline.cache_gc import STAMP, build_dir, collect_garbage
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 DAY = 86400.0
 NOW = time.time()
 WEEK = dt.timedelta(days=7)

@@ -1,5 +1,6 @@
-"""A live dashboard for the browser tests: real uvicorn on 127.0.0.1 (a free port), and
-where screenshots go (``artifacts/screenshots/``, which CI keeps)."""
+"""A live server for tests and benchmarks: real uvicorn on 127.0.0.1 (a free port); for the
+browser tests also Chromium and where screenshots go (``artifacts/screenshots/``, which CI
+keeps)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from sqlalchemy import Engine
 
 from service.api.app import create_app
 from service.config import Settings
-from tests.helpers import RecordingDispatcher
+from tests.support.helpers import RecordingDispatcher
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -30,7 +32,8 @@ class LiveServer:
     engine: Engine
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -39,7 +42,7 @@ def _free_port() -> int:
 def serve(engine: Engine, tmp: Path) -> Iterator[LiveServer]:
     settings = Settings(home=tmp / "home", database_url=str(engine.url))
     app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)

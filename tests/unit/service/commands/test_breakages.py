@@ -8,7 +8,7 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus
 from service.models import Backend, Breakage, BreakageStatus, Failure, Run, RunState
-from tests.helpers import add_backend, add_finished_run, fixture_log
+from tests.support.helpers import add_backend, add_finished_run, fixture_log
 from workers.pipeline.collect import collect
 from workers.pipeline.reclassify import reclassify
 from workers.pipeline.types import StepOutcome, TestRunOutcome
