@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
@@ -39,7 +39,8 @@ def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
-def print_json(document: Any) -> None:
+def print_json(document: object) -> None:
+    """A JSON document on stdout (pretty on a terminal, one parseable text either way)."""
     out.print_json(json.dumps(document))
 
 
