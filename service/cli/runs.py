@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from service.cli.common import (
@@ -172,7 +173,7 @@ def _verdict_label(run: RunSummary) -> str:
 
 
 def _failure_label(failure: FailureOut) -> str:
-    return f"[{failure.subtype or failure.category}] {failure.line[:90]}"
+    return escape(f"[{failure.subtype or failure.category}] {failure.line[:90]}")
 
 
 def _print_results(results: list[RunDetail]) -> None:
@@ -188,7 +189,7 @@ def _print_results(results: list[RunDetail]) -> None:
     out.print(table)
     for r in results:
         if r.error:
-            out.print(f"run {r.id}: [yellow]{r.error}[/]")
+            out.print(f"run {r.id}: [yellow]{escape(r.error)}[/]")
 
 
 def list_runs(
@@ -275,8 +276,9 @@ def show(
     for group in groups.values():
         f = group[0]
         more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
-        out.print(f"[red]✗[/] {f.stage} {f.nodeid or ''}{more} "
-                  f"[{f.category}/{f.subtype}] rule={f.rule} triage={f.triage}",
+        # Node ids and "[category/subtype]" are text, not rich markup.
+        out.print("[red]✗[/] " + escape(f"{f.stage} {f.nodeid or ''}{more} [{f.category}/"
+                                        f"{f.subtype}] rule={f.rule} triage={f.triage}"),
                   highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
