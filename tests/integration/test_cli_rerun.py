@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def ootci(home: Path, *args: str, **env: str) -> tuple[int, Any, str]:
         [sys.executable, "-m", "service.cli", *args],
         cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600,
     )
-    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
+    data = json.loads(proc.stdout) if proc.stdout.strip().startswith(("{", "[")) else None
     return proc.returncode, data, proc.stderr
 
 
@@ -44,13 +44,14 @@ def test_rerun_repeats_only_the_failed_test_and_shows_the_verdict(tmp_path: Path
     code, first, err = ootci(home, "run", "--torch", "installed", "--backend", str(backend),
                              "--json", FIXED_MARK=str(mark))
     assert code == 1, err
-    assert first["state"] == "failed" and first["tests"] == {"failed": 1, "passed": 1}
+    (first,) = first  # `ootci run --json` prints a list of runs, one per torch spec
+    assert first["state"] == "failed" and first["test_counts"] == {"failed": 1, "passed": 1}
 
     mark.touch()
     code, again, err = ootci(home, "rerun", str(first["id"]), "--json", FIXED_MARK=str(mark))
     assert code == 0, err
     assert again["state"] == "passed" and again["id"] != first["id"]
-    assert again["tests"] == {"passed": 1}  # the failed test alone, not the suite
+    assert again["test_counts"] == {"passed": 1}  # the failed test alone, not the suite
 
     code, _, err = ootci(home, "rerun", str(again["id"]))
     assert code == 2 and f"run {again['id']} is passed" in err

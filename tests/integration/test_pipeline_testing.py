@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.states import StepStatus
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import (
     COLLECTION_NODEID,
     RESULTS_FILE,
     SESSION_EXIT_NODEID,
     run_tests,
 )
-from workers.pipeline.types import StepStatus, TestRunOutcome, TorchEnv
+from workers.pipeline.types import TestRunOutcome, TorchEnv
 
 TEST_COMMAND = (
     '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'

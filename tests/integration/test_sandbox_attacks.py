@@ -24,12 +24,12 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
-from service.runs import create_run, get_or_create_backend
 from workers.pipeline import sandbox
 from workers.pipeline.execute import execute_run
 

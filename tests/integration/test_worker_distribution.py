@@ -15,7 +15,6 @@ import hmac
 import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,12 +31,13 @@ import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend
 from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
-from service.runs import create_run, get_or_create_backend
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.live_server import free_port
+from tests.support.pyonly import write_pyonly_backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -74,12 +74,6 @@ def test_waits_for_the_gate():
 def test_last():
     assert "ootci"
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(

@@ -12,12 +12,12 @@ from celery.schedules import crontab
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
-from service.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
 from workers.tasks import nightly_specs, plan_nightly

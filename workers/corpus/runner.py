@@ -21,12 +21,12 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
+from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.domain.classify import classify_log
 from service.domain.verdict import Finding, Stage
 from service.models import Failure, Run, Step, TestResult
-from service.runs import create_run, get_or_create_backend
 from workers.corpus import golden
 from workers.corpus.edits import MutantError
 from workers.corpus.interpreter import make_isolated_python

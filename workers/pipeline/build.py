@@ -9,11 +9,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from service.domain.states import StepStatus
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
 from workers.pipeline.recipe import expand
 from workers.pipeline.sandbox import StepSandbox, combine
-from workers.pipeline.types import Recipe, StepOutcome, StepStatus, TorchEnv
+from workers.pipeline.types import Recipe, StepOutcome, TorchEnv
 
 # Two cores are shared by everything on a worker; the backend's own parallelism is capped
 # through the knobs CMake, setuptools and torch.utils.cpp_extension read.

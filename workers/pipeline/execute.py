@@ -19,8 +19,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, delete
 
+from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.config import Settings
 from service.db import session_scope
+from service.domain.states import StepStatus as OutcomeStatus
 from service.models import (
     Backend,
     Failure,
@@ -32,7 +34,6 @@ from service.models import (
     TestResult,
     utcnow,
 )
-from service.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
@@ -42,9 +43,10 @@ from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
 from workers.pipeline.procs import child_env
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.sandbox import (
     probe,
     sandbox_for_build,
@@ -59,7 +61,6 @@ from workers.pipeline.types import (
     TestRunOutcome,
     TorchEnv,
 )
-from workers.pipeline.types import StepStatus as OutcomeStatus
 
 log = logging.getLogger(__name__)
 
@@ -370,7 +371,7 @@ def _test_step(
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:
-    """The failed tests a rerun repeats (``service.runs.plan_rerun``); None runs the whole
+    """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
     tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from service.domain.states import Outcome, StepStatus
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import (
     ProcResult,
@@ -39,7 +40,6 @@ from workers.pipeline.sandbox import DiskBudget, StepSandbox, combine
 from workers.pipeline.types import (
     Recipe,
     StepOutcome,
-    StepStatus,
     TestRecord,
     TestRunOutcome,
     TorchEnv,
@@ -53,7 +53,6 @@ _TIMEOUT_BANNER = re.compile(r"^\++ Timeout \++$")
 # Node ids of records that belong to no test: pytest died outside any test.
 COLLECTION_NODEID = "<collection>"
 SESSION_EXIT_NODEID = "<session exit>"
-_FAILING = {"failed", "error", "crashed"}
 # How much of the dying process's output a crash record keeps (faulthandler's traceback,
 # pytest-timeout's stack dump).
 _DETAIL_LINES = 80
@@ -200,7 +199,7 @@ def _write_ids(path: Path, nodeids: Iterable[str]) -> Path:
 def _record(event: dict[str, Any]) -> TestRecord:
     return TestRecord(
         nodeid=str(event["nodeid"]),
-        outcome=str(event["outcome"]),
+        outcome=Outcome(event["outcome"]),  # the plugin writes only Outcome values
         duration_s=event.get("duration"),
         message=event.get("message"),
         details=event.get("longrepr"),
@@ -437,7 +436,7 @@ def _probe_import(
     exceptions = [line for line in output.splitlines() if _EXCEPTION_LINE.match(line)]
     message = exceptions[0] if exceptions else f"import torch exited with {proc.returncode}"
     return TestRecord(
-        nodeid=IMPORT_NODEID, outcome="error", message=message, details=output[-20000:]
+        nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message, details=output[-20000:]
     )
 
 
@@ -473,7 +472,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
                 nodeid=crashed,
                 # A limit the backend's test broke is its failure, not a crash to blame on
                 # the torch under test.
-                outcome="failed" if state.limit_tripped else "crashed",
+                outcome=Outcome.FAILED if state.limit_tripped else Outcome.CRASHED,
                 message=_crash_message(state, per_test_s),
                 details="\n".join(tail[-_DETAIL_LINES:]),
             )
@@ -495,7 +494,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
             nodeid = SESSION_EXIT_NODEID if state.session_finished else COLLECTION_NODEID
             records[nodeid] = TestRecord(
                 nodeid=nodeid,
-                outcome="crashed",
+                outcome=Outcome.CRASHED,
                 message=signal_text,
                 details="\n".join(tail[-_DETAIL_LINES:]),
             )
@@ -524,7 +523,7 @@ def _rerun_failures(runner: _Runner, records: dict[str, TestRecord], log: LogSin
             first = records[nodeid]
             records[nodeid] = TestRecord(
                 nodeid=nodeid,
-                outcome="flaky",
+                outcome=Outcome.FLAKY,
                 duration_s=first.duration_s,
                 message=f"passed on rerun; first run: {first.message}",
                 details=first.details,
@@ -540,12 +539,13 @@ def _verdict(
     counts: dict[str, int] = {}
     for record in results:
         counts[record.outcome] = counts.get(record.outcome, 0) + 1
-    order = ["passed", "failed", "error", "crashed", "flaky", "skipped"]
+    order = [Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY,
+             Outcome.SKIPPED]
     summary = ", ".join(f"{counts[o]} {o}" for o in order if counts.get(o))
     if problem is not None:
         return StepStatus.ERRORED, f"{problem}; {summary}" if summary else problem
     if no_tests:
         return StepStatus.FAILED, "no tests were collected"
-    if any(counts.get(o) for o in _FAILING):
+    if any(counts.get(o) for o in Outcome.FAILING):
         return StepStatus.FAILED, summary
     return StepStatus.PASSED, summary
