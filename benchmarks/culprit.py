@@ -30,14 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from service.culprit_corpus import (  # noqa: E402
+from service.domain.culprit import RangeIndex  # noqa: E402
+from service.domain.upstream import FileChange, UpstreamCommit  # noqa: E402
+from service.github.culprit_corpus import (  # noqa: E402
     DEFAULT_CORPUS,
     commit_from_github,
     load_case,
     load_corpus,
 )
-from service.domain.culprit import RangeIndex  # noqa: E402
-from service.domain.upstream import FileChange, UpstreamCommit  # noqa: E402
 
 
 def _generator():  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 """Dashboard latency with 10k runs and ~1M test results in Postgres.
 
-Creates a throw-away Postgres database, seeds it (``service.seed``: COPY for the big
+Creates a throw-away Postgres database, seeds it (``tests.support.seed``: COPY for the big
 tables), serves the real app with uvicorn in a child process, and times pages with a real
 HTTP client (httpx, keep-alive, one request at a time). Prints p50/p95/p99 per page and
 the p95 of the matrix and run pages against the 150 ms target.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 from service.db import make_engine  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
 from service.models import Breakage, Failure, Run, TestResult  # noqa: E402
-from service.seed import SeedSpec, seed_database  # noqa: E402
+from tests.support.live_server import free_port  # noqa: E402
+from tests.support.seed import SeedSpec, seed_database  # noqa: E402
 
 TARGET_P95_MS = 150.0
 DEFAULT_SERVER = os.environ.get(
@@ -65,12 +65,6 @@ def serve(database_url: str, port: int) -> None:
     engine = make_engine(database_url)
     app = create_app(settings, dispatcher=_NoDispatch(), engine=engine)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -151,7 +145,7 @@ def main() -> int:
         rng.shuffle(run_paths)
         engine.dispose()
 
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, __file__, "--serve", url, "--port", str(port)], cwd=ROOT)
         base = f"http://127.0.0.1:{port}"

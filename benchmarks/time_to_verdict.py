@@ -34,7 +34,8 @@ def timed_run(home: Path, torch: str, backend: Path) -> tuple[float, dict[str, o
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return elapsed, json.loads(proc.stdout)
+    (result,) = json.loads(proc.stdout)  # a list of runs, one per torch spec
+    return elapsed, result
 
 
 def shares(total: float, result: dict[str, object]) -> str:

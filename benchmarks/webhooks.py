@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,21 +34,16 @@ from sqlalchemy import func, insert, select, text
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from service.commands.runs import get_or_create_backend  # noqa: E402
 from service.db import make_engine, session_scope  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
 from service.models import Run, WebhookDelivery  # noqa: E402
-from service.runs import get_or_create_backend  # noqa: E402
+from tests.support.live_server import free_port  # noqa: E402
 
 PG = os.environ.get("OOTCI_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = "redis://127.0.0.1:6379/7"
 SECRET = "bench-secret"
 FIXTURES = REPO / "tests" / "fixtures" / "webhooks"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -38,7 +38,7 @@ from sqlalchemy import text
 from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Breakage, Failure, RunState, SourceKind, Step, StepStatus, TestResult, TorchBuild
-from service.runs import create_run, get_or_create_backend
+from service.commands.runs import create_run, get_or_create_backend
 
 admin = make_engine(sys.argv[1]).execution_options(isolation_level="AUTOCOMMIT")
 with admin.connect() as c:

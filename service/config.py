@@ -7,6 +7,7 @@ Invalid values fail at start with a message naming the variable, via :class:`Set
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,6 +15,40 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_HOME = Path(".ootci")
+
+
+# What a build or test may inherit from the worker's environment when the operator names it:
+# proxies, package indexes, certificates, compiler caches and thread counts.
+DEFAULT_CHILD_PASSTHROUGH: tuple[str, ...] = (
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT", "PIP_CONFIG_FILE",
+    "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+    "CCACHE_DIR", "CCACHE_MAXSIZE", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CC", "CXX",
+    "CMAKE_GENERATOR", "CMAKE_TOOLCHAIN_FILE", "PYTHONSAFEPATH",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+)
+# Names no child may ever receive, whatever the operator lists: ootci's own settings (the
+# database URL with its password, the broker, the API token, the webhook and GitHub secrets)
+# and anything that looks like a credential or a connection to a data store.
+_NEVER_PASSED = re.compile(
+    r"^OOTCI_|^GH_|^GITHUB_|^PG(?:PASSWORD|PASSFILE|SERVICEFILE)$|^AWS_|DATABASE|_DB_URL$|"
+    r"BROKER|CELERY|REDIS|AMQP|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE_KEY|API_KEY",
+    re.IGNORECASE,
+)
+
+
+def refused_passthrough(name: str) -> str | None:
+    """Why ``name`` may not be passed to a build or test process, or None when it may."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"{name!r} is not an environment variable name"
+    if _NEVER_PASSED.search(name):
+        return (
+            f"{name} looks like ootci's own setting or a credential; builds and tests run "
+            "foreign code and never receive those"
+        )
+    return None
 
 
 class SettingsError(RuntimeError):
@@ -67,6 +102,34 @@ class Settings(BaseSettings):
     infra_retry_delay_s: int = Field(
         300, ge=1, le=86400,
         description="Wait before the first infrastructure retry; doubled for each further one.",
+    )
+
+    # What builds and tests run in (docs/security.md).
+    child_env_passthrough: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CHILD_PASSTHROUGH),
+        description="Worker environment variables a build/test/provision process inherits "
+        "(JSON list); everything else is withheld. OOTCI_* and credentials are refused.",
+    )
+    sandbox: bool = Field(
+        True, description="Run build and test steps in the sandbox the machine supports."
+    )
+    sandbox_uid: int = Field(
+        65534, ge=1, description="Unprivileged uid (and gid) the test step runs as under root."
+    )
+    sandbox_address_space_mb: int = Field(
+        262144, ge=64,
+        description="RLIMIT_AS per process: virtual, not resident memory. Device runtimes "
+        "reserve large arenas (openreg: 16 GiB per device), so keep it far above RAM.",
+    )
+    sandbox_max_processes: int = Field(
+        512, ge=8, description="RLIMIT_NPROC for the sandbox's uid (a fork bomb stops here)."
+    )
+    sandbox_file_size_mb: int = Field(8192, ge=1, description="RLIMIT_FSIZE: largest file.")
+    sandbox_cpu_time_s: int = Field(3600, ge=1, description="RLIMIT_CPU per process.")
+    run_disk_budget_mb: int = Field(
+        20480, ge=1,
+        description="How much a build or test step may add to the run's dirs before it is "
+        "stopped (checked every second).",
     )
 
     # The HTTP edge.
@@ -126,6 +189,14 @@ class Settings(BaseSettings):
     def _valid_broker(cls, value: str) -> str:
         if value and "://" not in value:
             raise ValueError(f"not a broker URL: {value!r} (e.g. redis://127.0.0.1:6379/0)")
+        return value
+
+    @field_validator("child_env_passthrough")
+    @classmethod
+    def _no_secret_passthrough(cls, value: list[str]) -> list[str]:
+        refusals = [r for r in map(refused_passthrough, value) if r is not None]
+        if refusals:
+            raise ValueError("; ".join(refusals))
         return value
 
     @field_validator("nightly_cron", "weekly_cron")

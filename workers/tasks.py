@@ -17,11 +17,11 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, plan_rerun, stale_run_ids
 from service.config import get_settings
 from service.db import get_engine, session_scope
 from service.models import Backend, Run, RunState
 from service.queries.pins import newest_green_builds
-from service.runs import create_run, plan_rerun, stale_run_ids
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
 from workers.schedule import QUEUED_STALE_AFTER_S

@@ -8,16 +8,16 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
-from service.api.schemas import (
+from service.models import Breakage, BreakageStatus
+from service.queries import breakages as q
+from service.queries.runs import backend_names
+from service.schemas import (
     BreakageDetail,
     BreakageList,
     BreakageSummary,
     FailureOut,
     Problem,
 )
-from service.models import Breakage, BreakageStatus
-from service.queries import breakages as q
-from service.queries.runs import backend_names
 
 router = APIRouter(prefix="/api/breakages", tags=["breakages"])
 

@@ -7,9 +7,9 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import ContextDep
-from service.api.schemas import Health
 from service.db import DatabaseUnavailable, check_connection
 from service.dispatch import BrokerUnavailable
+from service.schemas import Health
 
 router = APIRouter(tags=["health"])
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import SessionDep
 from service.api.params import TextFilter
-from service.api.schemas import Matrix
 from service.queries import matrix as q
+from service.schemas import Matrix
 
 router = APIRouter(prefix="/api/matrix", tags=["matrix"])
 

@@ -10,50 +10,28 @@ from sqlalchemy import select
 from service.api.deps import AppContext, ContextDep, SessionDep, require_token
 from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
-from service.api.schemas import (
-    FailureOut,
+from service.api.triggers import enqueue_committed
+from service.commands.runs import create_run, plan_rerun
+from service.domain.torch_spec import TorchSpecError, parse_spec
+from service.models import Backend, Run, RunState, StepName
+from service.queries import runs as q
+from service.schemas import (
     Problem,
     RunCreated,
     RunDetail,
     RunList,
     RunRequest,
-    RunSummary,
-    StepOut,
     TestResultList,
     TestResultOut,
-    TorchBuildOut,
+    run_detail,
+    run_list,
 )
-from service.api.triggers import enqueue_committed
-from service.models import Backend, Run, RunState, StepName
-from service.queries import runs as q
-from service.runs import create_run, plan_rerun
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "No such run (or step)"}
 }
 MAX_LOG_CHUNK = 16 * 1024 * 1024
-# Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
-TOTAL_CAP = 10_000
-
-
-def _summary(run: Run, backend: str) -> RunSummary:
-    return RunSummary(
-        id=run.id,
-        backend=backend,
-        torch_spec=run.torch_spec,
-        torch_build=TorchBuildOut.model_validate(run.torch_build) if run.torch_build else None,
-        backend_sha=run.backend_sha,
-        state=run.state,
-        trigger=run.trigger,
-        trigger_info=run.trigger_info,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        attempts=run.attempts,
-        verdict=run.verdict,
-        verdict_subtype=run.verdict_subtype,
-    )
 
 
 @router.get("", response_model=RunList, summary="List runs, newest first")
@@ -68,68 +46,22 @@ def list_runs(
     offset: Offset = 0,
     cursor: Cursor = None,
 ) -> RunList:
-    page = q.list_runs(
-        session,
-        q.RunFilters(
-            backend=backend,
-            state=state.value if state else None,
-            torch_spec=torch_spec,
-            torch_version=torch_version,
-            trigger=trigger,
-        ),
-        limit=limit,
-        offset=offset,
-        before_id=cursor,
-        count_cap=TOTAL_CAP,
+    filters = q.RunFilters(
+        backend=backend,
+        state=state.value if state else None,
+        torch_spec=torch_spec,
+        torch_version=torch_version,
+        trigger=trigger,
     )
-    return RunList(
-        runs=[_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
-        total=page.total,
-        total_capped=page.total_capped,
-        limit=limit,
-        offset=offset,
-        next_cursor=page.next_cursor,
-    )
-
-
-def _run_or_404(session: SessionDep, run_id: int) -> Run:
-    run = q.get_run(session, run_id)
-    if run is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
-    return run
+    return run_list(session, filters, limit=limit, offset=offset, cursor=cursor)
 
 
 @router.get("/{run_id}", response_model=RunDetail, responses=NOT_FOUND, summary="One run")
 def get_run(session: SessionDep, run_id: RunId) -> RunDetail:
-    run = _run_or_404(session, run_id)
-    backend = q.get_backend(session, run.backend_id)
-    base = _summary(run, backend.name if backend else "")
-    return RunDetail(
-        **base.model_dump(),
-        claimed_by=run.claimed_by,
-        lease_expires_at=run.lease_expires_at,
-        retry_at=run.retry_at,
-        error=run.error,
-        verdict_reason=run.verdict_reason,
-        duration_s=run.duration_s,
-        steps=[
-            StepOut(
-                id=s.id,
-                name=s.name,
-                status=s.status,
-                started_at=s.started_at,
-                finished_at=s.finished_at,
-                duration_s=s.duration_s,
-                exit_code=s.exit_code,
-                log_size=s.log_size,
-                summary=s.summary,
-                log_url=f"/api/runs/{run.id}/steps/{s.name}/log",
-            )
-            for s in run.steps
-        ],
-        failures=[FailureOut.model_validate(f) for f in run.failures],
-        test_counts=q.outcome_counts(session, run.id),
-    )
+    detail = run_detail(session, run_id)
+    if detail is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    return detail
 
 
 @router.get(
@@ -205,6 +137,7 @@ def step_log(
         400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "Unknown backend"},
+        422: {"model": Problem, "description": "The torch spec does not parse (no run is made)"},
     },
     summary="Queue a run of a registered backend against a torch spec",
 )
@@ -217,6 +150,14 @@ def trigger_run(
             status.HTTP_404_NOT_FOUND,
             f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
         )
+    try:
+        parse_spec(
+            body.torch,
+            nightly_index_url=ctx.settings.nightly_index_url,
+            pip_index_url=ctx.settings.pip_index_url,
+        )
+    except TorchSpecError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
     session.commit()
     return _accepted(ctx, response, run)

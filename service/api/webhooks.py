@@ -23,11 +23,12 @@ from starlette.concurrency import run_in_threadpool
 
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext, ContextDep
-from service.api.schemas import Problem, WebhookResult
-from service.api.triggers import create_runs, enqueue_committed
-from service.api.webhook_routing import QUEUED, Decision, pre_route, route
-from service.github.events import PayloadError
+from service.api.triggers import enqueue_committed
+from service.commands.runs import create_runs
+from service.github.events import ParsedDelivery, PayloadError, parse_delivery
+from service.github.routing import QUEUED, Decision, pre_route, route
 from service.models import WebhookDelivery, utcnow
+from service.schemas import Problem, WebhookResult
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["webhooks"])
@@ -119,12 +120,13 @@ async def github_webhook(
     row = _row(x_github_event, x_github_delivery, payload)
     try:
         try:
-            decided = pre_route(ctx.settings, x_github_event, payload)
+            parsed = parse_delivery(x_github_event, payload)
+            decided = pre_route(ctx.settings, parsed)
         except PayloadError as exc:
             # Authenticated but unusable: record it (a redelivery is then a duplicate).
             decided = Decision(REJECTED, f"malformed {x_github_event} payload: {exc}")
         if decided is None:  # it may queue runs: decide and write in one transaction
-            return await run_in_threadpool(_route_and_store, ctx, row, payload)
+            return await run_in_threadpool(_route_and_store, ctx, row, parsed)
         # Nothing to queue: the row joins the next group commit, no thread hop needed.
         if not await _recorder(request).record(row | _outcome(decided)):
             return _duplicate(x_github_delivery)
@@ -157,15 +159,12 @@ def _recorder(request: Request) -> DeliveryRecorder:
     return recorder
 
 
-def _route_and_store(ctx: AppContext, row: dict[str, Any], payload: dict[str, Any]) -> JSONResponse:
+def _route_and_store(ctx: AppContext, row: dict[str, Any], parsed: ParsedDelivery) -> JSONResponse:
     """Route with the database; store the runs and the delivery in one transaction and
     enqueue only after the commit."""
     delivery = row["delivery_id"]
     with Session(ctx.engine, expire_on_commit=False) as session:
-        try:
-            decision = route(session, ctx.settings, row["event"], payload, delivery=delivery)
-        except PayloadError as exc:
-            decision = Decision(REJECTED, f"malformed {row['event']} payload: {exc}")
+        decision = route(session, ctx.settings, parsed, delivery_id=delivery)
         run_ids = create_runs(session, decision.runs, trigger="webhook")
         try:
             # The unique delivery id is the dedupe: a replay (or a concurrent copy) fails

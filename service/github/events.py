@@ -153,3 +153,42 @@ def _with_repository(inner: Mapping[str, Any], client: Mapping[str, Any]) -> Map
     ):
         return inner
     return {**inner, "repository": client["repository"]}
+
+
+@dataclass(frozen=True)
+class Unrouted:
+    """A delivery ootci records but does not route (a ping, an event it does not use)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class ParsedDelivery:
+    """A verified delivery, parsed once: what it is about, and whether it came relayed."""
+
+    event: str  # the event routed: for a relayed one, the event inside the dispatch
+    subject: PullRequestEvent | PushEvent | Unrouted
+    via: str | None = None  # "repository_dispatch[:<action>]" when relayed
+
+
+def parse_delivery(event: str, payload: Mapping[str, Any]) -> ParsedDelivery:
+    """The typed view of a delivery of ``event``. Raises PayloadError when the payload lacks
+    what its event must carry."""
+    if event == "repository_dispatch":
+        inner_event, inner = unwrap_repository_dispatch(payload)
+        if inner_event == "repository_dispatch":
+            return ParsedDelivery(event, Unrouted("a relayed repository_dispatch is not routed again"))
+        action = payload.get("action")
+        via = f"repository_dispatch:{action}" if action else "repository_dispatch"
+        return ParsedDelivery(inner_event, _subject(inner_event, inner), via)
+    return ParsedDelivery(event, _subject(event, payload))
+
+
+def _subject(event: str, payload: Mapping[str, Any]) -> PullRequestEvent | PushEvent | Unrouted:
+    if event == "ping":
+        return Unrouted(f"ping: {payload.get('zen', 'hello')}")
+    if event == "pull_request":
+        return PullRequestEvent.parse(payload)
+    if event == "push":
+        return PushEvent.parse(payload)
+    return Unrouted(f"event {event!r} is recorded but not routed")

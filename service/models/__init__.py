@@ -1,20 +1,11 @@
 """All models, imported here so ``Base.metadata`` is complete for Alembic and create_all."""
 
+from service.domain.states import Outcome, RunState, StepName, StepStatus
 from service.models.backend import Backend
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
-from service.models.run import (
-    Failure,
-    IllegalTransition,
-    Outcome,
-    Run,
-    RunState,
-    Step,
-    StepName,
-    StepStatus,
-    TestResult,
-)
+from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
 from service.models.torch_build import SourceKind, TorchBuild
 from service.models.webhook import WebhookDelivery
 

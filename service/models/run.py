@@ -7,7 +7,6 @@ the run so that a crash leaves a consistent, re-claimable row.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import zlib
 from typing import Any
 
@@ -22,21 +21,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from service.domain.states import RunState, StepStatus
 from service.models.base import Base, utcnow
 from service.models.torch_build import TorchBuild
-
-
-class RunState(enum.StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"  # ootci or the infrastructure failed, not the backend
-
-    @property
-    def finished(self) -> bool:
-        return self in (RunState.PASSED, RunState.FAILED, RunState.ERRORED)
-
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.RUNNING, RunState.ERRORED}),
@@ -52,31 +39,6 @@ ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
 
 class IllegalTransition(RuntimeError):
     pass
-
-
-class StepName(enum.StrEnum):
-    PROVISION = "provision"
-    BUILD = "build"
-    TEST = "test"
-    COLLECT = "collect"
-
-
-class StepStatus(enum.StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"
-    SKIPPED = "skipped"
-
-
-class Outcome(enum.StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    SKIPPED = "skipped"
-    CRASHED = "crashed"
-    FLAKY = "flaky"  # failed, then passed on the automatic rerun
 
 
 class Run(Base):

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import enum
 
 from sqlalchemy import String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from service.domain.torch_spec import SourceKind
 from service.models.base import Base, utcnow
 
-
-class SourceKind(enum.StrEnum):
-    INSTALLED = "installed"
-    PIP = "pip"
-    WHEEL = "wheel"
-    PATH = "path"
-    NIGHTLY = "nightly"
+__all__ = ["SourceKind", "TorchBuild"]
 
 
 class TorchBuild(Base):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from service.models import Backend, Failure, Run, Step, TestResult, TorchBuild
+from service.models import Backend, Failure, Run, RunState, Step, TestResult, TorchBuild
 
 
 @dataclass(frozen=True)
@@ -165,3 +166,45 @@ def failures_of_run(session: Session, run_id: int) -> list[Failure]:
     return list(
         session.scalars(select(Failure).where(Failure.run_id == run_id).order_by(Failure.id))
     )
+
+
+# ---------------------------------------------------------------------------- for the pages
+def has_runs(session: Session) -> bool:
+    return session.scalar(select(Run.id).limit(1)) is not None
+
+
+def backend_list(session: Session) -> list[str]:
+    return list(session.scalars(select(Backend.name).order_by(Backend.name)))
+
+
+def active_runs(session: Session, *, limit: int = 10) -> list[tuple[Run, str]]:
+    """Queued and running runs, newest first (the ix_runs_state_created index)."""
+    rows = session.execute(
+        select(Run, Backend.name)
+        .join(Backend, Backend.id == Run.backend_id)
+        .where(Run.state.in_(RunState.ACTIVE))
+        .order_by(Run.created_at.desc())
+        .limit(limit)
+    )
+    return list(rows)
+
+
+def target_labels(session: Session, run_ids: Collection[int]) -> dict[int, str]:
+    """run id -> how the dashboard names its torch target (version + sha, or the spec)."""
+    if not run_ids:
+        return {}
+    out: dict[int, str] = {}
+    for run_id, spec, build in session.execute(
+        select(Run.id, Run.torch_spec, TorchBuild)
+        .outerjoin(TorchBuild, TorchBuild.id == Run.torch_build_id)
+        .where(Run.id.in_(list(run_ids)))
+    ):
+        out[run_id] = build.label if build is not None else spec
+    return out
+
+
+def runs_by_id(session: Session, run_ids: Sequence[int | None]) -> dict[int, Run]:
+    ids = [i for i in run_ids if i is not None]
+    if not ids:
+        return {}
+    return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(ids)))}

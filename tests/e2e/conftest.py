@@ -8,8 +8,8 @@ import pytest
 
 from service.db import make_engine
 from service.migrate import upgrade
-from service.seed import SeedSpec, seed_database
-from tests.e2e.live import CHROMIUM, CHROMIUM_ARGS, LiveServer, serve
+from tests.support.live_server import CHROMIUM, CHROMIUM_ARGS, LiveServer, serve
+from tests.support.seed import SeedSpec, seed_database
 
 
 @pytest.fixture(scope="session")

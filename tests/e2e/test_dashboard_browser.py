@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from service.models import Backend, Breakage, Failure, Run, Step
-from tests.e2e.live import LiveServer, shot
+from tests.support.live_server import LiveServer, shot
 
 pytestmark = pytest.mark.browser
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
+from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
-from service.runs import get_or_create_backend
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"

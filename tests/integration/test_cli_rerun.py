@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,12 +27,14 @@ def test_fixed_later():
 
 def ootci(home: Path, *args: str, **env: str) -> tuple[int, Any, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200", **env})
+    # The operator lets FIXED_MARK through to builds and tests (nothing else gets there).
+    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200",
+                    "OOTCI_CHILD_ENV_PASSTHROUGH": '["FIXED_MARK"]', **env})
     proc = subprocess.run(
         [sys.executable, "-m", "service.cli", *args],
         cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600,
     )
-    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None
+    data = json.loads(proc.stdout) if proc.stdout.strip().startswith(("{", "[")) else None
     return proc.returncode, data, proc.stderr
 
 
@@ -42,13 +44,14 @@ def test_rerun_repeats_only_the_failed_test_and_shows_the_verdict(tmp_path: Path
     code, first, err = ootci(home, "run", "--torch", "installed", "--backend", str(backend),
                              "--json", FIXED_MARK=str(mark))
     assert code == 1, err
-    assert first["state"] == "failed" and first["tests"] == {"failed": 1, "passed": 1}
+    (first,) = first  # `ootci run --json` prints a list of runs, one per torch spec
+    assert first["state"] == "failed" and first["test_counts"] == {"failed": 1, "passed": 1}
 
     mark.touch()
     code, again, err = ootci(home, "rerun", str(first["id"]), "--json", FIXED_MARK=str(mark))
     assert code == 0, err
     assert again["state"] == "passed" and again["id"] != first["id"]
-    assert again["tests"] == {"passed": 1}  # the failed test alone, not the suite
+    assert again["test_counts"] == {"passed": 1}  # the failed test alone, not the suite
 
     code, _, err = ootci(home, "rerun", str(again["id"]))
     assert code == 2 and f"run {again['id']} is passed" in err

@@ -11,11 +11,11 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, Step
-from service.runs import create_run, get_or_create_backend
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
 

@@ -44,7 +44,8 @@ def ootci_run(
          "--backend", str(backend), "--json", *extra],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
     )
-    data = json.loads(proc.stdout) if proc.stdout.strip().startswith(("{", "[")) else None
+    # `ootci run --json` prints a list of runs, one per torch spec: here one.
+    data = json.loads(proc.stdout)[0] if proc.stdout.strip().startswith("[") else None
     return proc.returncode, data, proc.stderr
 
 
@@ -56,8 +57,8 @@ def test_bundled_backend_is_green_and_stored(
     failures = [(f["nodeid"], f["line"][:200]) for f in run["failures"]]
     assert (code, run["state"]) == (0, "passed"), failures[:10]
     assert [s["name"] for s in run["steps"]] == ["provision", "build", "test", "collect"]
-    assert run["torch"]["version"].startswith(__import__("torch").__version__.split("+")[0])
-    assert run["torch"]["git_version"] == __import__("torch").version.git_version
+    assert run["torch_build"]["version"].startswith(__import__("torch").__version__.split("+")[0])
+    assert run["torch_build"]["git_version"] == __import__("torch").version.git_version
 
     engine = make_engine(db_url)
     with session_scope(engine) as s:
@@ -85,7 +86,7 @@ def test_compile_error_is_recorded_with_its_line(
     assert failure["stage"] == "build"
     assert "error:" in failure["line"] and "override" in failure["line"]
     assert failure["subtype"] == "signature-changed"
-    assert failure["line_number"] and failure["fingerprint"]
+    assert failure["line_no"] and failure["fingerprint"]
 
 
 def test_segfault_and_hang_are_crashes_and_the_rest_is_kept(

@@ -27,8 +27,8 @@ from service.models import (
     TorchBuild,
 )
 from service.queries.regression import range_for
-from tests.helpers import add_backend
 from tests.support.fake_github import FakeGitHub
+from tests.support.helpers import add_backend
 
 pytest_plugins = ["tests.support.github_fixtures"]
 

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.states import StepStatus
 from workers.pipeline.build import build
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import run_tests
-from workers.pipeline.types import StepOutcome, StepStatus, TestRunOutcome, TorchEnv
+from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 
 pytestmark = pytest.mark.slow
 

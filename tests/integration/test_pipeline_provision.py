@@ -27,7 +27,8 @@ import pytest
 
 from workers.pipeline.cache_gc import STAMP
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import MARKER, parse_spec, provision
+from workers.pipeline.provision import MARKER, provision
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
 
 OLD_NIGHTLY = "2.14.0.dev20261120+cpu"

@@ -9,16 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from service.domain.states import StepStatus
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import (
     COLLECTION_NODEID,
     RESULTS_FILE,
     SESSION_EXIT_NODEID,
     run_tests,
 )
-from workers.pipeline.types import StepStatus, TestRunOutcome, TorchEnv
+from workers.pipeline.types import TestRunOutcome, TorchEnv
 
 TEST_COMMAND = (
     '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'
@@ -197,10 +199,9 @@ def test_python_hang_is_stopped_by_pytest_timeout(
 
 
 FLAKY = """
-    import os
     from pathlib import Path
 
-    MARK = Path(os.environ["FLAKY_MARK"])
+    MARK = Path(__file__).with_name("flaky.mark")
 
     def test_flaky():
         if not MARK.exists():
@@ -216,10 +217,7 @@ FLAKY = """
 
 
 @pytest.mark.parametrize("rerun", [True, False])
-def test_failures_are_rerun_once(
-    installed: TorchEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rerun: bool
-) -> None:
-    monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "mark"))
+def test_failures_are_rerun_once(installed: TorchEnv, tmp_path: Path, rerun: bool) -> None:
     suite = make_suite(tmp_path, {"test_flaky.py": FLAKY})
     result = run(suite, installed, tmp_path, rerun_failures=rerun)
     expected = {

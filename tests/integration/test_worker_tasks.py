@@ -12,12 +12,12 @@ from celery.schedules import crontab
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
-from service.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
-from tests.integration.pyonly import write_pyonly_backend
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
 from workers.tasks import nightly_specs, plan_nightly
@@ -118,7 +118,10 @@ def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path) -> N
         "def test_fixed_later():\n    assert os.path.exists(os.environ['FIXED_MARK'])\n"
     )
     source = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": suite})
-    settings = Settings(home=tmp_path / "home", database_url=str(engine.url))
+    # The operator lets FIXED_MARK through to builds and tests (nothing else gets there).
+    settings = Settings(
+        home=tmp_path / "home", database_url=str(engine.url), child_env_passthrough=["FIXED_MARK"]
+    )
     with session_scope(engine) as s:
         first_id = create_run(
             s, get_or_create_backend(s, "pyonly", str(source)), "installed", trigger="nightly"

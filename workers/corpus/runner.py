@@ -21,18 +21,19 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
+from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.domain.classify import classify_log
 from service.domain.verdict import Finding, Stage
 from service.models import Failure, Run, Step, TestResult
-from service.runs import create_run, get_or_create_backend
 from workers.corpus import golden
 from workers.corpus.edits import MutantError
 from workers.corpus.interpreter import make_isolated_python
 from workers.corpus.mutant import Mutant
 from workers.corpus.overlay import build_overlay
 from workers.corpus.report import CaseResult, Got
+from workers.pipeline.child_env import ootci_process_environ
 from workers.pipeline.recipe import load_recipe
 
 Progress = Callable[[str], None]
@@ -93,7 +94,7 @@ class _Baseline:
 
 
 def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
+    env = ootci_process_environ()
     env.update({
         "OOTCI_DATABASE_URL": settings.resolved_database_url,
         "OOTCI_CACHE_DIR": str(case_dir / "cache"),

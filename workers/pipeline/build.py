@@ -9,10 +9,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from service.domain.states import StepStatus
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
 from workers.pipeline.recipe import expand
-from workers.pipeline.types import Recipe, StepOutcome, StepStatus, TorchEnv
+from workers.pipeline.sandbox import StepSandbox, combine
+from workers.pipeline.types import Recipe, StepOutcome, TorchEnv
 
 # Two cores are shared by everything on a worker; the backend's own parallelism is capped
 # through the knobs CMake, setuptools and torch.utils.cpp_extension read.
@@ -69,23 +71,36 @@ def build(
     timeout_s: int,
     cache_dir: Path | None = None,
     lock_file: Path | None = None,
+    sandbox: StepSandbox | None = None,
 ) -> StepOutcome:
     """Run ``recipe.build_command`` in the backend dir.
 
     PASSED on exit 0, FAILED on a non-zero exit (a compile error is the backend's or
     upstream's problem, and the log holds it), ERRORED when it could not run to the end
-    (timeout, missing executable, killed by a signal).
+    (timeout, missing executable, killed by a signal, stopped by the ``sandbox``'s disk
+    budget).
     """
     build_dir.mkdir(parents=True, exist_ok=True)
     command = expand(recipe.build_command, python=str(env.python))
     environ = build_environ(recipe, env, build_dir, cache_dir)
     lock_path = lock_file or default_lock_file(recipe.source_dir)
     log.write(f"ootci: building {recipe.name} against torch {env.version} ({env.spec})")
+    if sandbox is not None:
+        log.write(sandbox.describe())
+        sandbox.prepare()
+        command = sandbox.command(command, recipe.source_dir)
     with lock_path.open("a") as lock:
         # Waiting for the lock is not build time: the timeout starts once we hold it.
         fcntl.flock(lock, fcntl.LOCK_EX)
+        budget = sandbox.disk_budget() if sandbox is not None else None
         result = run_streaming(
-            command, cwd=recipe.source_dir, env=environ, log=log, timeout_s=timeout_s
+            command,
+            cwd=recipe.source_dir,
+            env=environ,
+            log=log,
+            timeout_s=timeout_s,
+            watchdog=combine(budget),
+            preexec_fn=sandbox.preexec() if sandbox is not None else None,
         )
     if result.killed_reason is not None:
         return StepOutcome(StepStatus.ERRORED, result.returncode, result.killed_reason, log.path)

@@ -8,42 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.breakages import record_occurrences, resolve_fixed
+from service.commands.breakages import record_occurrences, resolve_fixed
+from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import classify_log, classify_test_failure
 from service.domain.triage import TriageEvidence, run_verdict, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
-from service.history import Baseline, baseline_for
-from service.models import Failure, Outcome, Run, RunState, Step, StepName, TorchBuild
+from service.models import Failure, Outcome, Run, RunState, Step, StepName, StepStatus, TorchBuild
+from service.queries.baseline import Baseline, baseline_for
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
-from workers.pipeline.types import StepStatus as OutcomeStatus
-
-FAILED_OUTCOMES = {Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY}
 
 
 def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
-    row = session.scalar(
-        select(TorchBuild).where(
-            TorchBuild.spec == env.spec,
-            TorchBuild.version == env.version,
-            TorchBuild.git_version == env.git_version,
-        )
+    """The provision step's TorchBuild row, written through the torch-build command."""
+    return record_torch_build(
+        session,
+        spec=env.spec,
+        source_kind=env.source_kind,
+        version=env.version,
+        git_version=env.git_version,
+        env_key=env.env_key,
+        python=str(env.python),
     )
-    if row is None:
-        row = TorchBuild(
-            spec=env.spec,
-            source_kind=env.source_kind,
-            version=env.version,
-            git_version=env.git_version,
-        )
-        session.add(row)
-    row.env_key = env.env_key
-    row.python = str(env.python)
-    session.flush()
-    return row
 
 
 def _read_log(step: Step | None) -> bytes:
@@ -58,20 +46,20 @@ def _classified_failures(
     run: Run, build: StepOutcome, tests: TestRunOutcome | None
 ) -> list[tuple[Failure, Finding | None]]:
     found: list[tuple[Failure, Finding | None]] = []
-    if build.status is not OutcomeStatus.PASSED:
+    if build.status is not StepStatus.PASSED:
         finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD)
         found.append((_failure(run.id, StepName.BUILD, Stage.BUILD, None, finding, build), finding))
         return found
     if tests is None:
         return found
-    results = [r for r in tests.results if r.outcome in FAILED_OUTCOMES]
+    results = [r for r in tests.results if r.outcome in Outcome.CLASSIFIED]
     for r in results:
         # A test module that fails to import (collection error) is the import stage: that is
         # where an undefined symbol in the backend's .so shows up.
         stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
         finding = classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome)
         found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
-    if not results and tests.step.status is not OutcomeStatus.PASSED:
+    if not results and tests.step.status is not StepStatus.PASSED:
         # The runner itself failed (no per-test evidence): classify its log.
         finding = classify_log(_read_log(_step(run, StepName.TEST)), Stage.TEST)
         found.append(
@@ -161,8 +149,8 @@ def collect(
     run.verdict_reason = overall.reason if overall else None
 
     record_occurrences(session, run, [f for f, _ in pairs])
-    observed = {Stage.BUILD.value} if build.status is OutcomeStatus.PASSED else set()
-    if tests is not None and tests.step.status is not OutcomeStatus.ERRORED:
+    observed = {Stage.BUILD.value} if build.status is StepStatus.PASSED else set()
+    if tests is not None and tests.step.status is not StepStatus.ERRORED:
         observed |= {Stage.IMPORT.value, Stage.TEST.value}
     resolved = resolve_fixed(
         session, run, {f.fingerprint for f, _ in pairs if f.fingerprint}, observed
@@ -173,7 +161,7 @@ def collect(
     real = [v for v in verdicts if v.category is not Category.FLAKE]
     if not real:
         state = RunState.PASSED
-    elif all(v.category is Category.INFRA for v in real) or build.status is OutcomeStatus.ERRORED:
+    elif all(v.category is Category.INFRA for v in real) or build.status is StepStatus.ERRORED:
         state = RunState.ERRORED
     else:
         state = RunState.FAILED

@@ -9,6 +9,7 @@ re-claimable once its lease expires.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, delete
 
+from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.config import Settings
 from service.db import session_scope
+from service.domain.states import StepStatus as OutcomeStatus
 from service.models import (
     Backend,
     Failure,
@@ -31,15 +34,25 @@ from service.models import (
     TestResult,
     utcnow,
 )
-from service.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
+from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import parse_spec, provision
+from workers.pipeline.masking import SecretMasker, settings_secrets
+from workers.pipeline.procs import child_env
+from workers.pipeline.provision import provision
+from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.resolve import parse_spec
+from workers.pipeline.sandbox import (
+    probe,
+    sandbox_for_build,
+    sandbox_for_tests,
+    shield_worker_environ,
+)
 from workers.pipeline.testing import run_tests
 from workers.pipeline.types import (
     PipelineError,
@@ -48,7 +61,6 @@ from workers.pipeline.types import (
     TestRunOutcome,
     TorchEnv,
 )
-from workers.pipeline.types import StepStatus as OutcomeStatus
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +105,10 @@ class _RunContext:
         self.worker_id = worker_id
         self.on_event = on_event
         self.run_dir = settings.resolved_work_dir / "runs" / str(run_id)
+        # Every child of this run starts from this environment (HOME and TMPDIR in the run
+        # dir, only the allowed variables), and every log line is masked.
+        self.child_policy = ChildEnvPolicy.for_run(settings, self.run_dir)
+        self.masker = SecretMasker.from_environ(os.environ, extra=settings_secrets(settings))
         self._last_renew = time.monotonic()
         self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
 
@@ -128,7 +144,7 @@ class _RunContext:
             self.on_event(RunEvent(self.run_id, "line", name.value, text=line))
             self.renew()
 
-        sink = LogSink(log_path, on_line=on_line)
+        sink = LogSink(log_path, on_line=on_line, masker=self.masker)
         outcomes: list[StepOutcome] = []
         status = StepStatus.ERRORED
         summary = ""
@@ -196,8 +212,12 @@ def execute_run(
         only_tests = _tests_to_rerun(run)
 
     ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore, only_tests)
+    if settings.sandbox:
+        probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
+        shield_worker_environ()
     try:
-        state = _pipeline(ctx, spec_text, Path(source))
+        with child_environment(ctx.child_policy):
+            state = _pipeline(ctx, spec_text, Path(source))
     except _Lost:
         log.warning("run %s: lease lost to another worker; stopping", run_id)
         return None
@@ -281,10 +301,27 @@ def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> Path:
     )
 
 
+def _venv_dir(env: TorchEnv) -> Path:
+    return env.python.parent.parent  # <venv>/bin/python
+
+
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
+    policy = ctx.child_policy
+    # ccache keeps its default, machine-wide dir: every env and build dir shares it.
+    ccache = child_env({}).get("CCACHE_DIR")
+    own = [policy.home, policy.tmpdir, build_dir]
     with ctx.step(StepName.BUILD) as (sink, outcomes):
-        # ccache keeps its default, machine-wide dir: every env and build dir shares it.
-        outcome = build(recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s)
+        sandbox = sandbox_for_build(
+            ctx.settings,
+            # The build still installs into the shared torch env and writes into the source
+            # tree (issue #14 item 2 gives each run its own).
+            writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
+            visible=[*env.pythonpath, ctx.run_dir],
+            watched=own,
+        )
+        outcome = build(
+            recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
+        )
         outcomes.append(outcome)
     return outcome
 
@@ -292,7 +329,18 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 def _test_step(
     ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 ) -> TestRunOutcome:
+    policy = ctx.child_policy
+    own = [policy.home, policy.tmpdir, ctx.run_dir / "test"]
     with ctx.step(StepName.TEST) as (sink, outcomes):
+        sandbox = sandbox_for_tests(
+            ctx.settings,
+            writable=own,
+            visible=[
+                _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
+                ctx.run_dir,
+            ],
+            watched=own,
+        )
         result = run_tests(
             recipe,
             env,
@@ -303,6 +351,7 @@ def _test_step(
             rerun_failures=ctx.settings.rerun_failed_tests,
             build_dir=build_dir,
             only=ctx.only_tests,
+            sandbox=sandbox,
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
@@ -322,7 +371,7 @@ def _test_step(
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:
-    """The failed tests a rerun repeats (``service.runs.plan_rerun``); None runs the whole
+    """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
     tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from workers.pipeline.child_env import base_environ, current_policy
 from workers.pipeline.logsink import LogSink
 
 # Exit status a shell uses for "command not found"; we report a missing executable the same
@@ -64,9 +65,10 @@ def describe_signal(returncode: int) -> str | None:
 def child_env(
     overrides: Mapping[str, str], *, pythonpath_front: Iterable[Path | str] = ()
 ) -> dict[str, str]:
-    """os.environ with ``overrides`` applied and ``pythonpath_front`` put before any
-    PYTHONPATH the overrides or the parent already had."""
-    env = dict(os.environ)
+    """The current policy's constructed environment (never the worker's: see
+    ``child_env.base_environ``) with ``overrides`` applied and ``pythonpath_front`` put
+    before any PYTHONPATH the overrides have."""
+    env = base_environ(current_policy())
     env.update(overrides)
     front = [str(p) for p in pythonpath_front]
     if front:
@@ -109,12 +111,14 @@ def run_streaming(
     watchdog: Callable[[], str | None] | None = None,
     poll_s: float = 0.2,
     term_grace_s: float = _TERM_GRACE_S,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> ProcResult:
     """Run ``cmd`` in its own process group, streaming stdout+stderr to ``log``.
 
     ``watchdog`` is polled every ``poll_s``; a non-None answer kills the group and becomes
     ``killed_reason`` (the test step uses it for per-test deadlines). The overall timeout
-    does the same with "timed out after N s".
+    does the same with "timed out after N s". ``preexec_fn`` runs in the child before it
+    execs (the sandbox sets its limits and drops privileges there).
     """
     log.write(f"$ {shlex.join(cmd)}")
     start = time.monotonic()
@@ -127,6 +131,7 @@ def run_streaming(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=preexec_fn,
         )
     except OSError as exc:
         log.write(f"ootci: cannot start {cmd[0]!r}: {exc}")

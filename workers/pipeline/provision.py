@@ -1,28 +1,18 @@
-"""Torch targets: parse a torch spec, provision an environment that imports that torch.
+"""Torch environments: a virtualenv (or a thin overlay venv) that imports the torch a spec
+means, keyed so that a second provision of the same torch is a lookup.
 
-Spec syntax (``parse_spec``):
-
-- ``installed``                 the interpreter running ootci, as it is
-- ``pip:<requirement>``         e.g. ``pip:torch==2.13.0``; an index may follow ``@@``:
-  ``pip:torch==2.14.0@@https://download.pytorch.org/whl/cpu`` (``@@`` because PEP 508
-  requirements may themselves contain ``@``)
-- ``wheel:<path|url>``          one torch wheel file
-- ``path:<dir>``                ``<dir>/torch`` put first on PYTHONPATH (patched overlays),
-  in a thin venv of its own over ootci's packages, keyed by the tree's file stats
-- ``nightly``                   the newest torch on the nightly index that fits this Python
-
-``pip:``, ``wheel:`` and ``nightly`` first resolve to one artifact (name, version, URL,
-sha256) and get a virtualenv keyed by that artifact and the Python it runs on, under
-``<cache_dir>/envs/<key>``: two specs that resolve to the same wheel share it, and a second
-provision of a spec is a lookup. The env's torch is installed from the resolved URL itself,
-so what was resolved is what gets installed.
+``pip:``, ``wheel:`` and ``nightly`` resolve first (``resolve.py``) to one artifact and get a
+virtualenv keyed by that artifact and the Python it runs on, under ``<cache_dir>/envs/<key>``:
+two specs that resolve to the same wheel share it. The env's torch is installed from the
+resolved URL itself, so what was resolved is what gets installed. ``installed`` and
+``path:<dir>`` get a thin venv over ootci's own packages (``path:`` keyed by the tree's file
+stats).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import html.parser
 import json
 import os
 import platform
@@ -30,129 +20,28 @@ import shutil
 import site
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import sys_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-
+from service.domain.torch_spec import SourceKind, TorchSpec
 from workers.pipeline.cache_gc import stamp
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
+from workers.pipeline.resolve import Artifact, resolve
 from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
 
-DEFAULT_NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
-INDEX_SEPARATOR = "@@"
-# No square brackets in these: they end up in messages that terminals render as markup.
-SPEC_FORMS = (
-    "installed",
-    "pip:<requirement>",
-    f"pip:<requirement>{INDEX_SEPARATOR}<index-url>",
-    "wheel:<path|url>",
-    "path:<dir>",
-    "nightly",
-)
 # What every backend suite can count on besides torch.
 TEST_TOOLS = ("numpy", "expecttest", "pytest", "pytest-timeout")
 # Backends build with `pip install --no-build-isolation` against the env's torch, so the
 # build backend itself must already be there.
 BUILD_TOOLS = ("setuptools", "wheel")
 MARKER = "ootci-env.json"
-HTTP_TIMEOUT_S = 20
 PIP_TIMEOUT_S = 3600
-# pip prints these when the network or the disk, not the requirement, is the problem.
-_INFRA_SIGNATURES = (
-    "NewConnectionError",
-    "Max retries exceeded",
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "Connection refused",
-    "ConnectTimeoutError",
-    "ReadTimeoutError",
-    "SSLError",
-    "ProxyError",
-    "No space left on device",
-    "Read-only file system",
-)
 _PROBE = (
     "import json, torch; print('OOTCI_TORCH=' + json.dumps({'version': torch.__version__, "
     "'git_version': getattr(torch.version, 'git_version', ''), 'file': torch.__file__}))"
 )
-
-
-@dataclass(frozen=True)
-class TorchSpec:
-    text: str  # as the user wrote it
-    kind: str  # service.models.SourceKind value
-    requirement: str = ""  # pip: the PEP 508 requirement
-    index_url: str = ""  # pip: the index to resolve torch on; nightly: the nightly index
-    location: str = ""  # wheel: path or URL; path: the overlay dir
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """The one wheel a pip/wheel/nightly spec resolved to."""
-
-    name: str
-    version: str
-    url: str
-    sha256: str = ""
-
-
-# ---------------------------------------------------------------------------- parsing
-def _is_url(text: str) -> bool:
-    return urllib.parse.urlsplit(text).scheme in {"http", "https", "file"}
-
-
-def _check_index(url: str, spec: str) -> str:
-    if not _is_url(url):
-        raise SpecError(f"torch spec {spec!r}: index {url!r} is not an http(s):// or file:// URL")
-    return url.rstrip("/")
-
-
-def parse_spec(
-    text: str, *, nightly_index_url: str = DEFAULT_NIGHTLY_INDEX, pip_index_url: str = ""
-) -> TorchSpec:
-    text = text.strip()
-    expected = "expected one of " + ", ".join(SPEC_FORMS)
-    if not text:
-        raise SpecError(f"empty torch spec: {expected}")
-    kind, colon, rest = text.partition(":")
-    rest = rest.strip()
-    if kind in {"installed", "nightly"}:
-        if colon:
-            raise SpecError(f"torch spec {text!r}: {kind!r} takes no argument")
-        if kind == "installed":
-            return TorchSpec(text, "installed")
-        return TorchSpec(text, "nightly", "torch", _check_index(nightly_index_url, text))
-    if kind not in {"pip", "wheel", "path"}:
-        raise SpecError(f"unknown torch spec kind {kind!r}: {expected}")
-    if not colon or not rest:
-        raise SpecError(f"torch spec {text!r}: {kind}: needs an argument ({expected})")
-    if kind == "pip":
-        requirement, sep, index = rest.partition(INDEX_SEPARATOR)
-        requirement = requirement.strip()
-        try:
-            parsed = Requirement(requirement)
-        except InvalidRequirement as exc:
-            raise SpecError(f"torch spec {text!r}: not a pip requirement: {exc}") from None
-        if canonicalize_name(parsed.name) != "torch":
-            raise SpecError(f"torch spec {text!r}: the requirement must be for torch")
-        index = index.strip() if sep else pip_index_url
-        if sep and not index:
-            raise SpecError(f"torch spec {text!r}: nothing after {INDEX_SEPARATOR}")
-        return TorchSpec(text, "pip", requirement, _check_index(index, text) if index else "")
-    if kind == "wheel":
-        if not urllib.parse.urlsplit(rest).path.endswith(".whl"):
-            raise SpecError(f"torch spec {text!r}: a wheel file name ends in .whl")
-        return TorchSpec(text, "wheel", location=rest)
-    return TorchSpec(text, "path", location=rest)
 
 
 # ---------------------------------------------------------------------------- probing
@@ -208,189 +97,6 @@ def _env(
         torch_dir=Path(probe["file"]).parent,
         pythonpath=tuple(pythonpath),
     )
-
-
-# ---------------------------------------------------------------------------- resolution
-class _Links(html.parser.HTMLParser):
-    """Anchors of a PEP 503 project page: (href, text, yanked)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, bool]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            values = dict(attrs)
-            if values.get("href"):
-                self.links.append((values["href"] or "", "data-yanked" in values))
-
-
-def _read_local(url: str) -> str:
-    """A file:// index page; a directory is its index.html or, like pip, its file list."""
-    path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
-    if not path.exists():
-        raise SpecError(f"{url}: no such project page (no {path})")
-    if path.is_dir():
-        if (path / "index.html").is_file():
-            return (path / "index.html").read_text(encoding="utf-8", errors="replace")
-        names = sorted(p.name for p in path.iterdir() if p.is_file())
-        return "".join(f'<a href="{urllib.parse.quote(n)}">{n}</a>\n' for n in names)
-    return path.read_text(encoding="utf-8", errors="replace")
-
-
-def _fetch(url: str) -> str:
-    """GET ``url``: network trouble is ProvisionError (infra), fast (one try, short timeout)."""
-    if urllib.parse.urlsplit(url).scheme == "file":
-        return _read_local(url)
-    try:
-        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as resp:  # noqa: S310
-            return str(resp.read().decode("utf-8", errors="replace"))
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            raise SpecError(f"{url}: no such project page (HTTP 404)") from None
-        raise ProvisionError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ProvisionError(f"package index unreachable: {url}: {reason}") from None
-
-
-def newest_on_index(index_url: str, project: str = "torch") -> Artifact:
-    """The newest wheel of ``project`` on a PEP 503 index that installs on this Python
-    (pre-releases included: nightlies are dev versions)."""
-    page_url = f"{index_url.rstrip('/')}/{canonicalize_name(project)}/"
-    parser = _Links()
-    parser.feed(_fetch(page_url))
-    supported = set(sys_tags())
-    best: tuple[object, Artifact] | None = None
-    for href, yanked in parser.links:
-        if yanked:
-            continue
-        absolute = urllib.parse.urljoin(page_url, href)
-        parts = urllib.parse.urlsplit(absolute)
-        filename = urllib.parse.unquote(parts.path.rsplit("/", 1)[-1])
-        try:
-            name, version, _build, tags = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
-            continue  # sdists and stray files
-        if name != canonicalize_name(project) or not (tags & supported):
-            continue
-        fragment = urllib.parse.parse_qs(parts.fragment)
-        sha256 = fragment.get("sha256", [""])[0]
-        candidate = Artifact(project, str(version), absolute, sha256)
-        if best is None or version > best[0]:  # type: ignore[operator]
-            best = (version, candidate)
-    if best is None:
-        raise ProvisionError(
-            f"no {project} wheel for this Python ({platform.python_version()}, "
-            f"{platform.machine()}) on {index_url}"
-        )
-    return best[1]
-
-
-def _pip_env_for_index(index_url: str) -> dict[str, str]:
-    """pip's environment when one index must be the only source: no config files, no
-    PIP_* index/find-links variables (machine-wide extras could otherwise supply torch)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"}
-    }
-    env["PIP_CONFIG_FILE"] = os.devnull
-    return env
-
-
-def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
-    """Ask pip which torch the requirement means, without installing anything."""
-    if spec.index_url:
-        _fetch(f"{spec.index_url}/torch/")  # pip ignores dead indexes silently: fail fast here
-    with tempfile.TemporaryDirectory(prefix="ootci-resolve-") as tmp:
-        report = Path(tmp) / "report.json"
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--dry-run",
-            "--ignore-installed",
-            "--no-deps",
-            "--quiet",
-            "--report",
-            str(report),
-            spec.requirement,
-        ]
-        env = dict(os.environ)
-        if spec.index_url:
-            cmd += ["--index-url", spec.index_url]
-            env = _pip_env_for_index(spec.index_url)
-        first_line = log.lines_written
-        result = run_streaming(cmd, cwd=Path(tmp), env=env, log=log, timeout_s=600)
-        if result.returncode != 0 or not report.is_file():
-            output = log.tail(log.lines_written - first_line)
-            reasons = [line for line in output if "ERROR" in line or "error:" in line]
-            text = "\n".join(output)
-            if result.killed_reason or any(sig in text for sig in _INFRA_SIGNATURES):
-                why = result.killed_reason or (reasons[-1] if reasons else f"see {log.path}")
-                raise ProvisionError(
-                    f"pip failed (network or disk) resolving {spec.requirement!r}: {why}"
-                )
-            reason = "; ".join(reasons[-3:]) or f"pip exited with {result.returncode}"
-            raise SpecError(f"torch requirement {spec.requirement!r} does not resolve: {reason}")
-        installs = json.loads(report.read_text())["install"]
-    item = next(i for i in installs if canonicalize_name(i["metadata"]["name"]) == "torch")
-    info = item["download_info"]
-    return Artifact(
-        "torch",
-        item["metadata"]["version"],
-        info["url"],
-        info.get("archive_info", {}).get("hashes", {}).get("sha256", ""),
-    )
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
-    location = spec.location
-    if _is_url(location) and not location.startswith("file:"):
-        name = urllib.parse.unquote(urllib.parse.urlsplit(location).path.rsplit("/", 1)[-1])
-        target = cache_dir / "wheels" / hashlib.sha256(location.encode()).hexdigest()[:16] / name
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            log.write(f"ootci: downloading {location}")
-            partial = target.with_suffix(".part")
-            try:
-                with (
-                    urllib.request.urlopen(location, timeout=HTTP_TIMEOUT_S) as resp,  # noqa: S310
-                    partial.open("wb") as out,
-                ):
-                    shutil.copyfileobj(resp, out, 1 << 20)
-            except urllib.error.HTTPError as exc:
-                raise (SpecError if exc.code == 404 else ProvisionError)(
-                    f"wheel {location}: HTTP {exc.code} {exc.reason}"
-                ) from None
-            except (urllib.error.URLError, OSError) as exc:
-                raise ProvisionError(f"wheel {location}: download failed: {exc}") from None
-            partial.rename(target)
-        path = target
-    else:
-        path = Path(
-            urllib.parse.urlsplit(location).path if location.startswith("file:") else location
-        )
-        path = path.expanduser().resolve()
-        if not path.is_file():
-            raise SpecError(f"torch spec {spec.text!r}: no wheel file at {path}")
-    try:
-        name, version, _build, _tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise SpecError(f"torch spec {spec.text!r}: {exc}") from None
-    if name != "torch":
-        raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a torch wheel")
-    return Artifact("torch", str(version), path.as_uri(), _sha256_file(path))
 
 
 # ---------------------------------------------------------------------------- venvs
@@ -501,6 +207,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
             raise ProvisionError(f"could not create the overlay env {venv} (see {log.path})")
         purelib = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            env=environ,
             capture_output=True,
             text=True,
             check=True,
@@ -521,7 +228,7 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
     cache_dir = Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: provisioning torch for {spec.text!r}")
-    if spec.kind == "installed":
+    if spec.kind == SourceKind.INSTALLED:
         python = Path(sys.executable)
         try:
             probe = _probe(python, (), spec.text)
@@ -534,7 +241,7 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         )
         # Building a backend must not install it into ootci's own environment.
         return _env(spec, _overlay_venv(cache_dir, key, log), probe, key)
-    if spec.kind == "path":
+    if spec.kind == SourceKind.PATH:
         root = Path(spec.location).expanduser().resolve()
         if not (root / "torch" / "__init__.py").is_file():
             raise SpecError(
@@ -552,13 +259,5 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         )
         python = _overlay_venv(cache_dir, key, log)
         return _env(spec, python, probe, key, pythonpath=(root,))
-    if spec.kind == "pip":
-        artifact = _resolve_pip(spec, log)
-    elif spec.kind == "nightly":
-        artifact = newest_on_index(spec.index_url)
-    elif spec.kind == "wheel":
-        artifact = _resolve_wheel(spec, cache_dir, log)
-    else:
-        raise SpecError(f"unknown torch spec kind {spec.kind!r}")
-    log.write(f"ootci: {spec.text!r} resolved to torch {artifact.version} ({artifact.url})")
+    artifact = resolve(spec, cache_dir, log)
     return _provision_venv(spec, artifact, cache_dir, log)

@@ -15,9 +15,10 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from service.config import Settings
+from service.domain.states import Outcome, StepStatus
 from service.models import Breakage, Failure, Run, RunState, Step, StepName
 from workers.pipeline.collect import collect
-from workers.pipeline.types import StepOutcome, StepStatus, TestRecord, TestRunOutcome
+from workers.pipeline.types import StepOutcome, TestRecord, TestRunOutcome
 
 
 @dataclass
@@ -33,7 +34,7 @@ class ReclassifyReport:
 def _outcome(step: Step | None) -> StepOutcome | None:
     if step is None:
         return None
-    status = StepStatus(step.status) if step.status in set(StepStatus) else StepStatus.ERRORED
+    status = StepStatus(step.status) if step.status in StepStatus.ENDED else StepStatus.ERRORED
     return StepOutcome(status=status, exit_code=step.exit_code, summary=step.summary or "")
 
 
@@ -48,7 +49,7 @@ def _replay_inputs(run: Run) -> tuple[StepOutcome, TestRunOutcome | None] | None
         tests = TestRunOutcome(
             step=test_step,
             results=tuple(
-                TestRecord(t.nodeid, t.outcome, t.duration_s, t.message, t.details)
+                TestRecord(t.nodeid, Outcome(t.outcome), t.duration_s, t.message, t.details)
                 for t in run.test_results
             ),
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -24,14 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from service.domain.states import Outcome, StepStatus
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.procs import ProcResult, child_env, describe_signal, run_streaming
+from workers.pipeline.procs import (
+    ProcResult,
+    child_env,
+    describe_signal,
+    run_streaming,
+    signal_of,
+)
 from workers.pipeline.pytest_plugin import PLUGIN_DIR, PLUGIN_MODULE
 from workers.pipeline.recipe import expand
+from workers.pipeline.sandbox import DiskBudget, StepSandbox, combine
 from workers.pipeline.types import (
     Recipe,
     StepOutcome,
-    StepStatus,
     TestRecord,
     TestRunOutcome,
     TorchEnv,
@@ -45,10 +53,11 @@ _TIMEOUT_BANNER = re.compile(r"^\++ Timeout \++$")
 # Node ids of records that belong to no test: pytest died outside any test.
 COLLECTION_NODEID = "<collection>"
 SESSION_EXIT_NODEID = "<session exit>"
-_FAILING = {"failed", "error", "crashed"}
 # How much of the dying process's output a crash record keeps (faulthandler's traceback,
 # pytest-timeout's stack dump).
 _DETAIL_LINES = 80
+# The signals the kernel sends a process over its CPU-time or file-size rlimit.
+_LIMIT_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ}
 
 
 @dataclass
@@ -59,6 +68,8 @@ class _Attempt:
     tail: list[str]
     # True when ootci's own per-test watchdog killed it.
     watchdog_fired: bool = False
+    # Why the sandbox stopped it (a limit tripped), else None.
+    limit_tripped: str | None = None
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
     session_finished: bool = False
@@ -160,15 +171,20 @@ def _plugin_environ(
     return environ
 
 
-def has_module(env: TorchEnv, module: str) -> bool:
-    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout)."""
+def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
+    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
+    step's ``sandbox``: the env's .pth files run, and a build may have written them."""
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    command = [str(env.python), "-c", probe]
+    cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
         proc = subprocess.run(
-            [str(env.python), "-c", probe],
+            sandbox.command(command, cwd) if sandbox else command,
+            cwd=cwd,
             env=child_env({}, pythonpath_front=env.pythonpath),
             capture_output=True,
             timeout=120,
+            preexec_fn=sandbox.preexec() if sandbox else None,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False  # the test run itself will report the broken interpreter
@@ -183,7 +199,7 @@ def _write_ids(path: Path, nodeids: Iterable[str]) -> Path:
 def _record(event: dict[str, Any]) -> TestRecord:
     return TestRecord(
         nodeid=str(event["nodeid"]),
-        outcome=str(event["outcome"]),
+        outcome=Outcome(event["outcome"]),  # the plugin writes only Outcome values
         duration_s=event.get("duration"),
         message=event.get("message"),
         details=event.get("longrepr"),
@@ -192,6 +208,8 @@ def _record(event: dict[str, Any]) -> TestRecord:
 
 def _crash_message(attempt: _Attempt, per_test_s: int) -> str:
     proc = attempt.proc
+    if attempt.limit_tripped is not None:
+        return attempt.limit_tripped
     if attempt.watchdog_fired:
         return f"timed out after {per_test_s} s (killed by ootci)"
     if any(_TIMEOUT_BANNER.match(line.strip()) for line in attempt.tail):
@@ -214,8 +232,11 @@ class _Runner:
         timeout_args: list[str],
         build_dir: Path | None,
         only: list[str] | None = None,
+        sandbox: StepSandbox | None = None,
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
+        self.sandbox = sandbox
+        self.disk_budget: DiskBudget | None = sandbox.disk_budget() if sandbox else None
         self.only = only  # node ids every run is limited to; None = the whole suite
         self.per_test_s = per_test_s
         self.timeout_args = timeout_args
@@ -260,6 +281,8 @@ class _Runner:
             f"a test ran longer than {self.per_test_s} s",
         )
         self.log.write(f"ootci: pytest run {attempt} ({junit.name})")
+        if self.sandbox is not None:
+            command = self.sandbox.command(command, self.recipe.source_dir)
         first_line = self.log.lines_written
         proc = run_streaming(
             command,
@@ -267,13 +290,20 @@ class _Runner:
             env=environ,
             log=self.log,
             timeout_s=max(self.remaining_s(), 1.0),
-            watchdog=watchdog,
+            watchdog=combine(watchdog, self.disk_budget),
+            preexec_fn=self.sandbox.preexec() if self.sandbox is not None else None,
         )
-        if proc.killed_reason is not None and watchdog.fired_on is None:
+        limit = _limit_tripped(proc, self.disk_budget)
+        if limit is not None and self.disk_budget is not None and self.disk_budget.tripped:
+            self.step_killed = limit  # the run's dirs are full: no point restarting
+        elif proc.killed_reason is not None and watchdog.fired_on is None:
             self.step_killed = f"timed out after {self.timeout_s} s"
         watchdog()  # drain what was written after the last poll
         state = _Attempt(
-            proc, self.log.tail(self.log.lines_written - first_line), watchdog.fired_on is not None
+            proc,
+            self.log.tail(self.log.lines_written - first_line),
+            watchdog.fired_on is not None,
+            limit,
         )
         for event in watchdog.events:
             kind = event.get("event")
@@ -284,6 +314,17 @@ class _Runner:
             elif kind == "session_finished":
                 state.session_finished = True
         return state
+
+
+def _limit_tripped(proc: ProcResult, budget: DiskBudget | None) -> str | None:
+    """Why a sandbox limit stopped pytest: the disk budget, or the kernel's signal for the
+    CPU-time or file-size rlimit. None when it ended (or died) for any other reason."""
+    if budget is not None and budget.tripped is not None:
+        return budget.tripped
+    sig = signal_of(proc.returncode)
+    if sig in _LIMIT_SIGNALS:
+        return f"ootci: sandbox: {describe_signal(proc.returncode)}: over the sandbox's limit"
+    return None
 
 
 def run_tests(
@@ -297,6 +338,7 @@ def run_tests(
     rerun_failures: bool = True,
     build_dir: Path | None = None,
     only: Sequence[str] | None = None,
+    sandbox: StepSandbox | None = None,
 ) -> TestRunOutcome:
     """Run the backend's suite; see the module docstring.
 
@@ -306,14 +348,19 @@ def run_tests(
     The per-test limit is the smaller of the recipe's ``timeout_per_test`` and
     ``per_test_timeout_s`` (the operator's cap). ``build_dir``, when given, is exported as
     $OPENREG_BUILD_DIR like in the build step, for backends that load what they built from
-    there instead of installing it.
+    there instead of installing it. With a ``sandbox`` every pytest process runs in it; a
+    test a sandbox limit stops is ``failed`` with the limit as its message (the backend
+    broke the limit), not ``crashed``.
     """
     work_dir.mkdir(parents=True, exist_ok=True)
+    if sandbox is not None:
+        log.write(sandbox.describe())
+        sandbox.prepare()
     results_path = work_dir / RESULTS_FILE
     results_path.unlink(missing_ok=True)
     per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
     timeout_args: list[str] = []
-    if has_module(env, "pytest_timeout"):
+    if has_module(env, "pytest_timeout", sandbox):
         # `-p timeout` (its entry-point name) loads it even with plugin autoload disabled
         # and is a no-op otherwise; `-p pytest_timeout` would register it twice.
         timeout_args = ["-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread"]
@@ -329,12 +376,13 @@ def run_tests(
         timeout_args=timeout_args,
         build_dir=build_dir,
         only=list(only) if only else None,
+        sandbox=sandbox,
     )
     if runner.only is not None:
         log.write(f"ootci: running only {len(runner.only)} test(s): the failures being rerun")
     records, first, problem = _run_until_done(runner)
     if problem is not None and not records:
-        import_error = _probe_import(recipe, env, build_dir, log)
+        import_error = _probe_import(recipe, env, build_dir, log, sandbox)
         if import_error is not None:
             # Not infrastructure: torch (with the backend autoloaded) cannot be imported.
             records[import_error.nodeid] = import_error
@@ -355,7 +403,11 @@ _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
 
 
 def _probe_import(
-    recipe: Recipe, env: TorchEnv, build_dir: Path | None, log: LogSink
+    recipe: Recipe,
+    env: TorchEnv,
+    build_dir: Path | None,
+    log: LogSink,
+    sandbox: StepSandbox | None,
 ) -> TestRecord | None:
     """When pytest dies before running a test, ``import torch`` in the same environment
     tells why: pytest's conftest report drops the chained cause (an autoloaded backend's
@@ -364,10 +416,12 @@ def _probe_import(
     if build_dir is not None:
         overrides["OPENREG_BUILD_DIR"] = str(build_dir)
     environ = child_env(overrides, pythonpath_front=list(env.pythonpath))
+    command = [str(env.python), "-c", "import torch"]  # the backend's code: sandboxed
     try:
         proc = subprocess.run(
-            [str(env.python), "-c", "import torch"],
+            sandbox.command(command, recipe.source_dir) if sandbox else command,
             cwd=recipe.source_dir, env=environ, capture_output=True, text=True, timeout=300,
+            preexec_fn=sandbox.preexec() if sandbox else None,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.write(f"ootci: could not probe `import torch`: {exc}")
@@ -382,7 +436,7 @@ def _probe_import(
     exceptions = [line for line in output.splitlines() if _EXCEPTION_LINE.match(line)]
     message = exceptions[0] if exceptions else f"import torch exited with {proc.returncode}"
     return TestRecord(
-        nodeid=IMPORT_NODEID, outcome="error", message=message, details=output[-20000:]
+        nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message, details=output[-20000:]
     )
 
 
@@ -416,11 +470,13 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
         if crashed is not None:
             records[crashed] = TestRecord(
                 nodeid=crashed,
-                outcome="crashed",
+                # A limit the backend's test broke is its failure, not a crash to blame on
+                # the torch under test.
+                outcome=Outcome.FAILED if state.limit_tripped else Outcome.CRASHED,
                 message=_crash_message(state, per_test_s),
                 details="\n".join(tail[-_DETAIL_LINES:]),
             )
-            log.write(f"ootci: {crashed} crashed: {records[crashed].message}")
+            log.write(f"ootci: {crashed} {records[crashed].outcome}: {records[crashed].message}")
             if runner.step_killed is not None:
                 problem = runner.step_killed
                 break
@@ -438,7 +494,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
             nodeid = SESSION_EXIT_NODEID if state.session_finished else COLLECTION_NODEID
             records[nodeid] = TestRecord(
                 nodeid=nodeid,
-                outcome="crashed",
+                outcome=Outcome.CRASHED,
                 message=signal_text,
                 details="\n".join(tail[-_DETAIL_LINES:]),
             )
@@ -467,7 +523,7 @@ def _rerun_failures(runner: _Runner, records: dict[str, TestRecord], log: LogSin
             first = records[nodeid]
             records[nodeid] = TestRecord(
                 nodeid=nodeid,
-                outcome="flaky",
+                outcome=Outcome.FLAKY,
                 duration_s=first.duration_s,
                 message=f"passed on rerun; first run: {first.message}",
                 details=first.details,
@@ -483,12 +539,13 @@ def _verdict(
     counts: dict[str, int] = {}
     for record in results:
         counts[record.outcome] = counts.get(record.outcome, 0) + 1
-    order = ["passed", "failed", "error", "crashed", "flaky", "skipped"]
+    order = [Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.CRASHED, Outcome.FLAKY,
+             Outcome.SKIPPED]
     summary = ", ".join(f"{counts[o]} {o}" for o in order if counts.get(o))
     if problem is not None:
         return StepStatus.ERRORED, f"{problem}; {summary}" if summary else problem
     if no_tests:
         return StepStatus.FAILED, "no tests were collected"
-    if any(counts.get(o) for o in _FAILING):
+    if any(counts.get(o) for o in Outcome.FAILING):
         return StepStatus.FAILED, summary
     return StepStatus.PASSED, summary

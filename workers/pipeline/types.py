@@ -6,9 +6,11 @@ database. That keeps every step runnable and testable on its own.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from service.domain.states import Outcome, StepStatus
+from service.domain.torch_spec import SourceKind
 
 
 class PipelineError(Exception):
@@ -39,7 +41,7 @@ class TorchEnv:
     """A provisioned PyTorch: the interpreter to use and what torch it imports."""
 
     spec: str
-    source_kind: str  # service.models.SourceKind value
+    source_kind: SourceKind
     python: Path
     version: str
     git_version: str
@@ -69,15 +71,9 @@ class Recipe:
     test_env: dict[str, str] = field(default_factory=dict)  # [test] env
 
 
-class StepStatus(enum.StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"
-
-
 @dataclass(frozen=True)
 class StepOutcome:
-    status: StepStatus
+    status: StepStatus  # one of StepStatus.ENDED
     exit_code: int | None
     summary: str = ""
     log_path: Path | None = None
@@ -88,7 +84,7 @@ class TestRecord:
     __test__ = False  # not a pytest class
 
     nodeid: str
-    outcome: str  # service.models.Outcome value
+    outcome: Outcome
     duration_s: float | None = None
     message: str | None = None
     details: str | None = None

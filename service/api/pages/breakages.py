@@ -12,7 +12,7 @@ from service.api.pages.runs import evidence
 from service.api.params import BreakageId
 from service.api.templates import render
 from service.queries import breakages as queries
-from service.queries import dashboard
+from service.queries import runs as run_queries
 from service.queries.runs import backend_names
 
 router = APIRouter()
@@ -35,14 +35,14 @@ def breakages_page(
                                       category=category or None)
     found = queries.list_breakages(session, filters, limit=PER_PAGE,
                                    offset=(page - 1) * PER_PAGE)
-    first_targets = dashboard.target_labels(
+    first_targets = run_queries.target_labels(
         session, {b.first_seen_run_id for b in found.breakages if b.first_seen_run_id})
     return render(request, "breakages.html", {
         "page_title": "Breakages",
         "found": found,
         "first_targets": first_targets,
         "filters": filters,
-        "all_backends": dashboard.backend_list(session),
+        "all_backends": run_queries.backend_list(session),
         "page": page,
         "pages": max(1, -(-found.total // PER_PAGE)),
         "github_repo": ctx.settings.github_repo,
@@ -58,7 +58,7 @@ def breakage_page(
         return render(request, "not_found.html",
                       {"page_title": "Not found", "what": f"breakage {breakage_id}"}, 404)
     first = queries.first_evidence(session, breakage.id)
-    labels = dashboard.target_labels(session, {
+    labels = run_queries.target_labels(session, {
         i for i in (breakage.first_seen_run_id, breakage.last_seen_run_id,
                     breakage.resolved_by_run_id) if i})
     return render(request, "breakage.html", {

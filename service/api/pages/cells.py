@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-FAILED_OUTCOMES = frozenset({"failed", "error", "crashed"})
-FAILED_STEPS = frozenset({"failed", "errored"})
+from service.models import Outcome, RunState, StepStatus
 
 # verdict -> (glyph, short label shown in the cell, words for hover and screen readers)
 VERDICTS: dict[str, tuple[str, str, str]] = {
@@ -104,7 +103,7 @@ def build_cell(run: RunFacts) -> Cell:
     if found:
         return _failed(run, found, f"{len(found)} failure(s)")
     statuses = [run.steps.get("provision"), run.steps.get("build")]
-    if any(s in FAILED_STEPS for s in statuses):
+    if any(s in StepStatus.UNSUCCESSFUL for s in statuses):
         category = run.verdict if run.verdict in VERDICTS and run.verdict != "pass" else "unknown"
         return Cell(category, run.verdict_subtype, "the step failed", run.run_id)
     if statuses[1] == "passed":
@@ -120,11 +119,11 @@ def import_cell(run: RunFacts) -> Cell:
     if run.steps.get("build") != "passed":
         return (
             _pending(run, None)
-            if run.state in ("queued", "running")
+            if run.state in RunState.ACTIVE
             else Cell("notrun", None, "the build did not pass", run.run_id)
         )
     test = run.steps.get("test")
-    if test in ("passed", "failed") or run.suite_counts:
+    if test in (StepStatus.PASSED, StepStatus.FAILED) or run.suite_counts:
         return Cell("pass", None, "", run.run_id)
     return _pending(run, test)
 
@@ -135,17 +134,17 @@ def suite_cell(run: RunFacts, suite: str) -> Cell:
     if not counts:
         return _pending(run, run.steps.get("test"))
     total = sum(counts.values())
-    failed = sum(n for outcome, n in counts.items() if outcome in FAILED_OUTCOMES)
+    failed = sum(n for outcome, n in counts.items() if outcome in Outcome.FAILING)
     if failed:
         found = [f for f in run.failures if f.nodeid and run.suite_of.get(f.nodeid) == suite]
         counted = f"{failed} of {total} tests failed"
         if found:
             return _failed(run, found, counted)
         return Cell("unknown", None, counted, run.run_id)
-    if counts.get("flaky"):
-        return Cell("flake", None, f"{counts['flaky']} of {total} tests flaky", run.run_id)
-    if counts.get("passed"):
-        return Cell("pass", None, f"{counts['passed']} of {total} passed", run.run_id)
+    if counts.get(Outcome.FLAKY):
+        return Cell("flake", None, f"{counts[Outcome.FLAKY]} of {total} tests flaky", run.run_id)
+    if counts.get(Outcome.PASSED):
+        return Cell("pass", None, f"{counts[Outcome.PASSED]} of {total} passed", run.run_id)
     return Cell("skipped", None, f"{total} skipped", run.run_id)
 
 

@@ -13,7 +13,8 @@ from starlette.responses import HTMLResponse
 from service.api.deps import ContextDep, SessionDep
 from service.api.pages.cells import EMPTY, VERDICTS, Cell, FailureFact, RunFacts, stage_cells
 from service.api.templates import render
-from service.queries import dashboard
+from service.queries import runs as run_queries
+from service.queries import stages
 from service.queries.breakages import BreakageFilters, list_breakages
 from service.queries.matrix import MatrixCell, matrix
 
@@ -59,7 +60,7 @@ def window(cells: list[MatrixCell], offset: int, count: int) -> list[MatrixCell]
 
 
 def build_rows(
-    cells: list[MatrixCell], facts: dashboard.StageFacts, suites: list[str], backends: list[str]
+    cells: list[MatrixCell], facts: stages.StageFacts, suites: list[str], backends: list[str]
 ) -> tuple[list[Row], list[tuple[str, str]]]:
     """Group the run-level cells into rows and expand each run into its stage cells."""
     columns = [(b, stage) for b in backends for stage in ("build", "import", *suites)]
@@ -130,7 +131,7 @@ def open_breakages(session: Session, backend: str | None) -> dict[str, object]:
     most likely upstream change (open ones, most recently seen first)."""
     found = list_breakages(session, BreakageFilters(status="open", backend=backend),
                            limit=OPEN_SHOWN)
-    first_seen = dashboard.target_labels(
+    first_seen = run_queries.target_labels(
         session, {b.first_seen_run_id for b in found.breakages if b.first_seen_run_id})
     return {"page": found, "first_seen": first_seen}
 
@@ -144,7 +145,7 @@ def matrix_page(
     changed: bool = False,
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
 ) -> HTMLResponse:
-    if not dashboard.has_runs(session):
+    if not run_queries.has_runs(session):
         return render(request, "empty.html", {"page_title": "No runs yet"})
     backend = backend or None
     offset = (page - 1) * TARGETS_PER_PAGE
@@ -154,7 +155,7 @@ def matrix_page(
     cells = window(
         matrix(session, limit_targets=offset + TARGETS_PER_PAGE + 1, backend=backend),
         offset, TARGETS_PER_PAGE + 1)
-    facts = dashboard.stage_facts(session, {c.run_id for c in cells})
+    facts = stages.stage_facts(session, {c.run_id for c in cells})
     suites = facts.suites()
     backends = sorted({c.backend for c in cells})
     rows, columns = build_rows(cells, facts, suites, backends)
@@ -173,12 +174,12 @@ def matrix_page(
             "columns": columns,
             "backends": backends,
             "suites": suites,
-            "all_backends": dashboard.backend_list(session),
+            "all_backends": run_queries.backend_list(session),
             "backend": backend,
             "changed": changed,
             "page": page,
             "has_older": has_older,
-            "active": dashboard.active_runs(session),
+            "active": run_queries.active_runs(session),
             "open_breakages": open_breakages(session, backend),
             "github_repo": ctx.settings.github_repo,
             "verdicts": VERDICTS,

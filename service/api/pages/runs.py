@@ -15,9 +15,9 @@ from service.api.logs import LogSlice, read_log
 from service.api.pages.logview import LAST_PAGE, LogPage, page_of_line, paginate
 from service.api.params import RunId
 from service.api.templates import render
-from service.models import Breakage, Failure, RunState
-from service.queries import dashboard
+from service.models import Breakage, Failure, Outcome, RunState
 from service.queries import runs as run_queries
+from service.queries import stages
 
 router = APIRouter()
 
@@ -98,8 +98,8 @@ def run_page(
         ],
         "counts": counts,
         "github_repo": ctx.settings.github_repo,
-        "failed_tests": dashboard.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
-        "failed_total": sum(counts.get(o, 0) for o in dashboard.FAILED_OUTCOMES),
+        "failed_tests": stages.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
+        "failed_total": sum(counts.get(o, 0) for o in Outcome.FAILING),
     })
 
 

@@ -9,7 +9,7 @@ from starlette.responses import HTMLResponse
 
 from service.api.deps import SessionDep
 from service.api.templates import render
-from service.queries import dashboard
+from service.queries import search as search_queries
 
 router = APIRouter()
 
@@ -23,7 +23,7 @@ def search_page(
     q: Annotated[str, Query(max_length=200, pattern=r"^[^\x00]*$")] = "",
 ) -> HTMLResponse:
     q = q.strip()
-    results = dashboard.search(session, q) if len(q) >= MIN_QUERY else None
+    results = search_queries.search(session, q) if len(q) >= MIN_QUERY else None
     return render(request, "search.html", {
         "page_title": f"Search: {q}" if q else "Search",
         "q": q,

@@ -11,7 +11,8 @@ from starlette.responses import HTMLResponse
 
 from service.api.deps import SessionDep
 from service.api.templates import render
-from service.queries import dashboard
+from service.models import Outcome
+from service.queries import tests as test_queries
 
 router = APIRouter()
 
@@ -27,10 +28,10 @@ MAX_RESULTS = 2000
 class TargetRow:
     target: str
     kind: str  # nightly | pin
-    cells: dict[str, dashboard.HistoryEntry]  # backend -> its latest result on this target
+    cells: dict[str, test_queries.HistoryEntry]  # backend -> its latest result on this target
 
 
-def by_target(entries: list[dashboard.HistoryEntry], last: int) -> list[TargetRow]:
+def by_target(entries: list[test_queries.HistoryEntry], last: int) -> list[TargetRow]:
     """Newest target first; per backend the latest result on it (entries are newest first)."""
     rows: dict[str, TargetRow] = {}
     for e in entries:
@@ -45,9 +46,9 @@ def by_target(entries: list[dashboard.HistoryEntry], last: int) -> list[TargetRo
 
 
 def _history(request: Request, session: SessionDep, nodeid: str, last: int) -> HTMLResponse:
-    entries = dashboard.history_of_test(
+    entries = test_queries.history_of_test(
         session, nodeid, limit=min(MAX_RESULTS, last * RESULTS_PER_TARGET))
-    failing = sum(1 for e in entries if e.outcome in dashboard.FAILED_OUTCOMES)
+    failing = sum(1 for e in entries if e.outcome in Outcome.FAILING)
     return render(request, "test_history.html", {
         "page_title": nodeid,
         "nodeid": nodeid,
@@ -66,7 +67,7 @@ def tests_page(
 ) -> HTMLResponse:
     if nodeid:
         return _history(request, session, nodeid, last)
-    known = dashboard.known_nodeids(session, q or "", limit=1000)
+    known = test_queries.known_nodeids(session, q or "", limit=1000)
     suites: dict[str, list[str]] = defaultdict(list)
     for n in known:
         suites[n.split("::", 1)[0]].append(n)

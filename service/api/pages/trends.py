@@ -10,7 +10,7 @@ from starlette.responses import HTMLResponse
 from service.api.deps import SessionDep
 from service.api.templates import render
 from service.domain import charts
-from service.queries import dashboard
+from service.queries import trends as trend_queries
 
 router = APIRouter()
 
@@ -19,7 +19,7 @@ router = APIRouter()
 def trends_page(
     request: Request, session: SessionDep, weeks: Annotated[int, Query(ge=2, le=104)] = 26
 ) -> HTMLResponse:
-    data = dashboard.trends(session, weeks=weeks)
+    data = trend_queries.trends(session, weeks=weeks)
     labels = [w.strftime("%m-%d") for w in data.weeks]
     breakage_chart = charts.bar_chart(
         labels,

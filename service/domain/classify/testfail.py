@@ -20,9 +20,9 @@ from dataclasses import replace
 from service.domain.classify.engine import LINE_CAP, find_decisive
 from service.domain.classify.rules import RuleSet
 from service.domain.fingerprint import with_fingerprint
+from service.domain.states import Outcome
 from service.domain.verdict import Category, Finding, Stage, Subtype
 
-CRASHED_OUTCOME = "crashed"
 # How much of a JUnit message/traceback is classified: the cause is at the start or end.
 TEXT_CAP = 1 << 20
 
@@ -59,7 +59,7 @@ def classify_test_failure(
     crash_unexplained = found is None or (
         found.subtype is not Subtype.CRASH and found.category is not Category.INFRA
     )
-    if outcome == CRASHED_OUTCOME and crash_unexplained:
+    if outcome == Outcome.CRASHED and crash_unexplained:
         found = Finding(
             category=Category.UPSTREAM,
             subtype=Subtype.CRASH,

@@ -1,0 +1,3 @@
+from service.cli.app import main
+
+main()

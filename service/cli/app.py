@@ -1,0 +1,32 @@
+"""The ``ootci`` Typer app: every command mounted in one place, in the order ``--help`` shows."""
+
+from __future__ import annotations
+
+import typer
+
+from service.cli import corpus, ops, runs
+
+EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+app = typer.Typer(
+    name="ootci",
+    help="Nightly upstream-compatibility CI for PyTorch's PrivateUse1 backends.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.command()(ops.migrate)
+app.command()(runs.run)
+app.command()(runs.rerun)
+app.command("runs")(runs.list_runs)
+app.command()(runs.show)
+app.command()(ops.reclassify)
+app.command()(ops.gc)
+app.command()(ops.serve)
+app.command(context_settings=EXTRA_ARGS)(ops.worker)
+app.command(context_settings=EXTRA_ARGS)(ops.beat)
+app.add_typer(corpus.mutants_app, name="mutants")
+app.command("corpus")(corpus.corpus)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,71 @@
+"""What every ``ootci`` command shares: the consoles, the exit codes, the one ``die``, and the
+settings and migrated engine a command starts from.
+
+Exit codes: 0 all green, 1 a run failed (the backend or upstream broke), 2 bad input or
+infrastructure trouble (nothing half-written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from service.config import Settings
+
+console = Console(stderr=True)
+# Piped output (CI logs) gets a wide table instead of rich's 80-column default.
+out = Console() if sys.stdout.isatty() else Console(width=160)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUNDLED_BACKEND = REPO_ROOT / "backend"
+
+
+def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print MESSAGE as an error and exit with CODE (2: bad input or infrastructure)."""
+    # The message quotes user input and tool output: never read it as rich markup.
+    console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def print_json(document: object) -> None:
+    """A JSON document on stdout (pretty on a terminal, one parseable text either way)."""
+    out.print_json(json.dumps(document))
+
+
+def load_settings() -> Settings:
+    from service.config import SettingsError, get_settings
+
+    try:
+        return get_settings()
+    except SettingsError as exc:
+        die(str(exc))
+
+
+def migrated_engine(settings: Settings) -> Engine:
+    """A migrated engine, or exit 2 with the reason the database is unusable."""
+    from service.db import DatabaseUnavailable, check_connection, get_engine
+    from service.migrate import upgrade
+
+    engine = get_engine(settings.resolved_database_url)
+    try:
+        check_connection(engine)
+        upgrade(engine)
+    except DatabaseUnavailable as exc:
+        die(str(exc))
+    return engine
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,290 @@
+"""``ootci run|rerun|runs|show``: run a backend against torch specs and read the runs back.
+
+Every ``--json`` here prints a document of ``service/schemas.py``, the ones the API answers:
+``show`` a RunDetail (``GET /api/runs/RUN``), ``runs`` a RunList (``GET /api/runs``), ``run``
+a list of RunDetail (one per torch spec, however many), ``rerun`` the new run's RunDetail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from service.cli.common import (
+    BUNDLED_BACKEND,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    die,
+    load_settings,
+    migrated_engine,
+    out,
+    print_json,
+    worker_id,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
+
+    from service.config import Settings
+    from service.models import Run
+    from service.schemas import FailureOut, RunDetail, RunSummary
+
+
+def run(
+    torch: Annotated[
+        list[str] | None,
+        typer.Option("--torch", "-t", help="Torch spec (repeatable): installed, pip:REQ, "
+                     "wheel:PATH|URL, path:DIR, nightly. Default: OOTCI_DEFAULT_TORCH."),
+    ] = None,
+    backend: Annotated[
+        Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
+    ] = BUNDLED_BACKEND,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+    trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
+) -> None:
+    """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
+    from service.commands.runs import create_run, get_or_create_backend
+    from service.db import session_scope
+    from service.domain.torch_spec import TorchSpecError, parse_spec
+    from service.models import Run, RunState
+    from service.schemas import run_detail
+    from workers.pipeline.recipe import load_recipe
+    from workers.pipeline.types import UsageError
+
+    settings = load_settings()
+    specs = torch or [settings.default_torch]
+    # Validate everything the user typed before writing a single row.
+    try:
+        for spec in specs:
+            parse_spec(spec, nightly_index_url=settings.nightly_index_url,
+                       pip_index_url=settings.pip_index_url)
+        recipe = load_recipe(backend.resolve())
+    except (TorchSpecError, UsageError) as exc:
+        die(str(exc))
+    engine = migrated_engine(settings)
+
+    with session_scope(engine) as s:
+        be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
+        run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+
+    results: list[RunDetail] = []
+    code = EXIT_OK
+    for run_id in run_ids:
+        state = _execute_with_progress(engine, settings, run_id, as_json)
+        usage_error = None
+        with session_scope(engine) as s:
+            run_row = s.get_one(Run, run_id)
+            if state == RunState.ERRORED and (run_row.error or "").startswith("usage error"):
+                # The user's input was wrong (say, a pip requirement that does not exist):
+                # report it and keep no half-made run.
+                usage_error = (run_row.error or "").removeprefix("usage error: ")
+                s.delete(run_row)
+            else:
+                results.append(_detail_or_die(run_detail(s, run_id), run_id))
+        if usage_error is not None:
+            # Nothing half-written: the runs this command queued after it go too.
+            with session_scope(engine) as s:
+                for later in run_ids[run_ids.index(run_id) + 1 :]:
+                    s.delete(s.get_one(Run, later))
+            die(usage_error)
+        code = max(code, _exit_code(state))
+
+    if as_json:
+        print_json([r.model_dump(mode="json") for r in results])
+    else:
+        _print_results(results)
+    raise typer.Exit(code)
+
+
+def rerun(
+    run_id: Annotated[int, typer.Argument(help="A failed or errored run.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
+) -> None:
+    """Rerun a failed run's failed tests (the whole suite if it failed before its tests:
+    a build) against the same torch spec, and show the verdict."""
+    from service.commands.runs import plan_rerun
+    from service.db import session_scope
+    from service.schemas import run_detail
+
+    settings = load_settings()
+    engine = migrated_engine(settings)
+    with session_scope(engine) as s:
+        old = _run_or_die(s, run_id)
+        new_id = plan_rerun(s, run_id)
+        if new_id is None:
+            die(f"run {run_id} is {old.state}: only a failed or errored run can be rerun")
+
+    state = _execute_with_progress(engine, settings, new_id, as_json)
+    with session_scope(engine) as s:
+        result = _detail_or_die(run_detail(s, new_id), new_id)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        _print_results([result])
+    raise typer.Exit(_exit_code(state))
+
+
+def _run_or_die(session: Session, run_id: int) -> Run:
+    from service.models import Run
+
+    run_row = session.get(Run, run_id)
+    if run_row is None:
+        die(f"no run {run_id}")
+    return run_row
+
+
+def _detail_or_die(detail: RunDetail | None, run_id: int) -> RunDetail:
+    if detail is None:
+        die(f"no run {run_id}")
+    return detail
+
+
+def _execute_with_progress(engine: Engine, settings: Settings, run_id: int, as_json: bool) -> str | None:
+    from service.cli.progress import RunProgress
+    from workers.pipeline.execute import execute_run
+
+    with RunProgress(console, run_id, enabled=not as_json) as progress:
+        return execute_run(engine, settings, run_id, worker_id(), on_event=progress.on_event)
+
+
+def _exit_code(state: str | None) -> int:
+    from service.models import RunState
+
+    if state == RunState.PASSED:
+        return EXIT_OK
+    return EXIT_USAGE if state == RunState.ERRORED else EXIT_FAILED
+
+
+def _torch_label(run: RunSummary) -> str:
+    return run.torch_build.version if run.torch_build else run.torch_spec
+
+
+def _verdict_label(run: RunSummary) -> str:
+    if not run.verdict:
+        return "-"
+    return f"{run.verdict}/{run.verdict_subtype}" if run.verdict_subtype else run.verdict
+
+
+def _failure_label(failure: FailureOut) -> str:
+    return escape(f"[{failure.subtype or failure.category}] {failure.line[:90]}")
+
+
+def _print_results(results: list[RunDetail]) -> None:
+    table = Table(title="ootci runs")
+    for col in ("run", "backend", "torch", "state", "verdict", "tests", "first failure"):
+        table.add_column(col)
+    for r in results:
+        tests = ", ".join(f"{n} {k}" for k, n in sorted(r.test_counts.items())) or "-"
+        first = _failure_label(r.failures[0]) if r.failures else "-"
+        colour = {"passed": "green", "failed": "red"}.get(r.state, "yellow")
+        table.add_row(str(r.id), r.backend or "-", _torch_label(r), f"[{colour}]{r.state}[/]",
+                      _verdict_label(r), tests, first)
+    out.print(table)
+    for r in results:
+        if r.error:
+            out.print(f"run {r.id}: [yellow]{escape(r.error)}[/]")
+
+
+def list_runs(
+    backend: Annotated[str | None, typer.Option(help="Only this backend (name).")] = None,
+    state: Annotated[str | None, typer.Option(help="queued|running|passed|failed|errored")] = None,
+    torch: Annotated[str | None, typer.Option(help="Only runs of exactly this torch spec.")] = None,
+    torch_version: Annotated[
+        str | None, typer.Option(help="Only runs whose torch resolved to this version.")
+    ] = None,
+    trigger: Annotated[
+        str | None, typer.Option(help="Only runs started this way (e.g. cli, api, rerun).")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List recent runs, newest first (the same filters as GET /api/runs)."""
+    from service.db import session_scope
+    from service.models import RunState
+    from service.queries.runs import RunFilters
+    from service.schemas import run_list
+
+    if state and state not in set(RunState):
+        die(f"unknown state {state!r}: expected one of {', '.join(RunState)}")
+    settings = load_settings()
+    engine = migrated_engine(settings)
+    filters = RunFilters(backend=backend, state=state, torch_spec=torch,
+                         torch_version=torch_version, trigger=trigger)
+    with session_scope(engine) as s:
+        page = run_list(s, filters, limit=limit, offset=offset)
+    if as_json:
+        print_json(page.model_dump(mode="json"))
+        return
+    table = Table(title=f"last {limit} runs" + (f" (of {page.total})" if page.total else ""))
+    for col in ("run", "backend", "torch", "state", "verdict", "created", "duration"):
+        table.add_column(col)
+    for r in page.runs:
+        dur = f"{r.duration_s:.0f}s" if r.duration_s else "-"
+        table.add_row(str(r.id), r.backend, _torch_label(r), r.state, r.verdict or "-",
+                      r.created_at.isoformat()[:19], dur)
+    out.print(table)
+
+
+def show(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    log_lines: Annotated[int, typer.Option(help="Log tail lines per failed step.")] = 30,
+) -> None:
+    """Show one run: steps, failures with their evidence, and the failing step's log tail."""
+    from service.db import session_scope
+    from service.models import StepStatus
+    from service.schemas import run_detail
+
+    settings = load_settings()
+    engine = migrated_engine(settings)
+    with session_scope(engine) as s:
+        run_row = _run_or_die(s, run_id)
+        data = _detail_or_die(run_detail(s, run_id), run_id)
+        tails = {
+            st.name: st.read_log().decode("utf-8", "replace").splitlines()[-log_lines:]
+            for st in run_row.steps
+            if st.status not in (StepStatus.PASSED, StepStatus.SKIPPED)
+        }
+    if as_json:
+        print_json(data.model_dump(mode="json"))
+        return
+    git_version = data.torch_build.git_version if data.torch_build else None
+    out.print(f"[bold]run {data.id}[/]  {data.backend} @ {data.backend_sha}  "
+              f"torch {_torch_label(data)} ({git_version or '?'})  state [bold]{data.state}[/]")
+    if data.verdict:
+        out.print(f"verdict: {data.verdict}/{data.verdict_subtype or '-'} — "
+                  f"{data.verdict_reason or ''}")
+    steps = Table(title="steps")
+    for col in ("step", "status", "duration", "summary"):
+        steps.add_column(col)
+    for st in data.steps:
+        dur = f"{st.duration_s:.1f}s" if st.duration_s is not None else "-"
+        steps.add_row(st.name, st.status, dur, (st.summary or "")[:100])
+    out.print(steps)
+    # One entry per fingerprint: ten parametrisations of one break are one thing to read.
+    groups: dict[str, list[FailureOut]] = {}
+    for f in data.failures:
+        groups.setdefault(f.fingerprint or f"#{f.id}", []).append(f)
+    for group in groups.values():
+        f = group[0]
+        more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
+        # Node ids and "[category/subtype]" are text, not rich markup.
+        out.print("[red]✗[/] " + escape(f"{f.stage} {f.nodeid or ''}{more} [{f.category}/"
+                                        f"{f.subtype}] rule={f.rule} triage={f.triage}"),
+                  highlight=False)
+        line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
+        where = f"line {f.line_no}: " if f.line_no else ""
+        out.print(f"    {where}{line}", markup=False, highlight=False)
+        if f.captures:
+            out.print(f"    captures: {f.captures}", markup=False)
+    for name, lines in tails.items():
+        out.rule(f"{name} log (last {len(lines)} lines)")
+        out.print("\n".join(lines), markup=False, highlight=False)

@@ -1,0 +1,42 @@
+"""Commands on TorchBuild: record what a torch spec resolved to on the night it was provisioned.
+
+Takes a session and never commits: the caller owns the unit of work.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.domain.torch_spec import SourceKind
+from service.models import TorchBuild
+
+
+def record_torch_build(
+    session: Session,
+    *,
+    spec: str,
+    source_kind: SourceKind,
+    version: str,
+    git_version: str,
+    env_key: str,
+    python: str,
+) -> TorchBuild:
+    """The one row per (spec, version, git_version), pointed at the environment that has it
+    now (an env rebuilt after a cache sweep gets the same row)."""
+    row = session.scalar(
+        select(TorchBuild).where(
+            TorchBuild.spec == spec,
+            TorchBuild.version == version,
+            TorchBuild.git_version == git_version,
+        )
+    )
+    if row is None:
+        row = TorchBuild(
+            spec=spec, source_kind=source_kind, version=version, git_version=git_version
+        )
+        session.add(row)
+    row.env_key = env_key
+    row.python = python
+    session.flush()
+    return row

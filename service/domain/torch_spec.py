@@ -1,0 +1,114 @@
+"""The torch spec: which PyTorch a run tests, as the user writes it. One grammar, used by the
+CLI and the API to refuse a bad spec before a run exists, and by the pipeline to provision.
+
+- ``installed``                 the interpreter running ootci, as it is
+- ``pip:<requirement>``         e.g. ``pip:torch==2.13.0``; an index may follow ``@@``:
+  ``pip:torch==2.14.0@@https://download.pytorch.org/whl/cpu`` (``@@`` because PEP 508
+  requirements may themselves contain ``@``)
+- ``wheel:<path|url>``          one torch wheel file
+- ``path:<dir>``                ``<dir>/torch`` put first on PYTHONPATH (patched overlays)
+- ``nightly``                   the newest torch on the nightly index that fits this Python
+
+Parsing checks the form only: whether the requirement resolves, the wheel exists or the dir
+holds a torch is the pipeline's to find out (``workers/pipeline/resolve.py``).
+"""
+
+from __future__ import annotations
+
+import enum
+import urllib.parse
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+DEFAULT_NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
+INDEX_SEPARATOR = "@@"
+# No square brackets in these: they end up in messages that terminals render as markup.
+SPEC_FORMS = (
+    "installed",
+    "pip:<requirement>",
+    f"pip:<requirement>{INDEX_SEPARATOR}<index-url>",
+    "wheel:<path|url>",
+    "path:<dir>",
+    "nightly",
+)
+
+
+class SourceKind(enum.StrEnum):
+    """Where a spec's torch comes from: the part before the colon."""
+
+    INSTALLED = "installed"
+    PIP = "pip"
+    WHEEL = "wheel"
+    PATH = "path"
+    NIGHTLY = "nightly"
+
+
+class TorchSpecError(ValueError):
+    """A torch spec that does not parse; the message names the problem and the forms."""
+
+
+@dataclass(frozen=True)
+class TorchSpec:
+    text: str  # as the user wrote it
+    kind: SourceKind
+    requirement: str = ""  # pip: the PEP 508 requirement
+    index_url: str = ""  # pip: the index to resolve torch on; nightly: the nightly index
+    location: str = ""  # wheel: path or URL; path: the overlay dir
+
+
+def is_url(text: str) -> bool:
+    return urllib.parse.urlsplit(text).scheme in {"http", "https", "file"}
+
+
+def _check_index(url: str, spec: str) -> str:
+    if not is_url(url):
+        raise TorchSpecError(
+            f"torch spec {spec!r}: index {url!r} is not an http(s):// or file:// URL"
+        )
+    return url.rstrip("/")
+
+
+def parse_spec(
+    text: str, *, nightly_index_url: str = DEFAULT_NIGHTLY_INDEX, pip_index_url: str = ""
+) -> TorchSpec:
+    """``text`` as a TorchSpec; ``nightly`` and an index-less ``pip:`` take the given indexes."""
+    text = text.strip()
+    expected = "expected one of " + ", ".join(SPEC_FORMS)
+    if not text:
+        raise TorchSpecError(f"empty torch spec: {expected}")
+    kind, colon, rest = text.partition(":")
+    rest = rest.strip()
+    if kind in {SourceKind.INSTALLED, SourceKind.NIGHTLY}:
+        if colon:
+            raise TorchSpecError(f"torch spec {text!r}: {kind!r} takes no argument")
+        if kind == SourceKind.INSTALLED:
+            return TorchSpec(text, SourceKind.INSTALLED)
+        return TorchSpec(
+            text, SourceKind.NIGHTLY, "torch", _check_index(nightly_index_url, text)
+        )
+    if kind not in {SourceKind.PIP, SourceKind.WHEEL, SourceKind.PATH}:
+        raise TorchSpecError(f"unknown torch spec kind {kind!r}: {expected}")
+    if not colon or not rest:
+        raise TorchSpecError(f"torch spec {text!r}: {kind}: needs an argument ({expected})")
+    if kind == SourceKind.PIP:
+        requirement, sep, index = rest.partition(INDEX_SEPARATOR)
+        requirement = requirement.strip()
+        try:
+            parsed = Requirement(requirement)
+        except InvalidRequirement as exc:
+            raise TorchSpecError(f"torch spec {text!r}: not a pip requirement: {exc}") from None
+        if canonicalize_name(parsed.name) != "torch":
+            raise TorchSpecError(f"torch spec {text!r}: the requirement must be for torch")
+        index = index.strip() if sep else pip_index_url
+        if sep and not index:
+            raise TorchSpecError(f"torch spec {text!r}: nothing after {INDEX_SEPARATOR}")
+        return TorchSpec(
+            text, SourceKind.PIP, requirement, _check_index(index, text) if index else ""
+        )
+    if kind == SourceKind.WHEEL:
+        if not urllib.parse.urlsplit(rest).path.endswith(".whl"):
+            raise TorchSpecError(f"torch spec {text!r}: a wheel file name ends in .whl")
+        return TorchSpec(text, SourceKind.WHEEL, location=rest)
+    return TorchSpec(text, SourceKind.PATH, location=rest)

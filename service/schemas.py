@@ -1,0 +1,282 @@
+"""The wire shape: every document ootci hands out, the JSON API's bodies (its OpenAPI schema)
+and every ``ootci ... --json``. ``ootci show RUN --json`` prints what ``GET /api/runs/RUN``
+answers and ``ootci runs --json`` what ``GET /api/runs`` answers: both build them here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from service.models import Run
+from service.queries import runs as run_queries
+from service.queries.breakages import Occurrence
+from service.queries.matrix import MatrixCell
+
+# Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
+TOTAL_CAP = 10_000
+
+# The kinds the pipeline provisions; the pipeline validates the rest of the spec.
+# ASCII whitespace spelled out: "\s" means different sets in JSON Schema (ECMA), Python and
+# pydantic's Rust regex, and the schema must accept exactly what the server accepts.
+TORCH_SPEC_PATTERN = r"^(installed|nightly|(pip|wheel|path):[^\x00\t\n\r ][^\x00]*)$"
+
+
+class _Orm(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class TorchBuildOut(_Orm):
+    id: int
+    spec: str
+    source_kind: str
+    version: str
+    git_version: str
+
+
+class RunSummary(_Orm):
+    id: int
+    backend: str
+    torch_spec: str
+    torch_build: TorchBuildOut | None
+    backend_sha: str | None
+    state: str
+    trigger: str
+    trigger_info: dict[str, Any]
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    attempts: int
+    verdict: str | None
+    verdict_subtype: str | None
+    duration_s: float | None
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+    total: int = Field(description="Runs matching the filters, over all pages (see total_capped)")
+    total_capped: bool = Field(
+        description="True when counting stopped at 10,000: there are at least `total` runs"
+    )
+    limit: int
+    offset: int
+    next_cursor: int | None = Field(
+        description="Pass as `cursor` for the next page; null at the end"
+    )
+
+
+class StepOut(_Orm):
+    id: int
+    name: str
+    status: str
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    duration_s: float | None
+    exit_code: int | None
+    log_size: int | None
+    summary: str | None
+    log_url: str
+
+
+class FailureOut(_Orm):
+    id: int
+    step_name: str
+    stage: str
+    nodeid: str | None
+    line: str
+    line_no: int | None
+    captures: dict[str, Any]
+    category: str | None
+    subtype: str | None
+    rule: str | None
+    fingerprint: str | None
+    finding: dict[str, Any] = Field(description="The classifier's full finding (evidence)")
+    triage: str | None
+    triage_reason: str | None
+    breakage_id: int | None
+
+
+class RunDetail(RunSummary):
+    claimed_by: str | None
+    lease_expires_at: dt.datetime | None
+    retry_at: dt.datetime | None = Field(
+        description="Queued again after an infrastructure failure: not retried before this"
+    )
+    error: str | None
+    verdict_reason: str | None
+    steps: list[StepOut]
+    failures: list[FailureOut]
+    test_counts: dict[str, int]
+
+
+class TestResultOut(_Orm):
+    __test__ = False
+
+    id: int
+    nodeid: str
+    suite: str
+    outcome: str
+    duration_s: float | None
+    message: str | None
+    details: str | None
+
+
+class TestResultList(BaseModel):
+    __test__ = False
+
+    results: list[TestResultOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class Matrix(BaseModel):
+    backends: list[str]
+    cells: list[MatrixCell]
+
+
+class BreakageSummary(_Orm):
+    id: int
+    backend: str
+    fingerprint: str
+    category: str | None
+    subtype: str | None
+    title: str
+    status: str
+    first_seen_run_id: int | None
+    last_seen_run_id: int | None
+    first_seen_at: dt.datetime
+    last_seen_at: dt.datetime
+    occurrences: int
+    resolved_at: dt.datetime | None
+    culprits: list[Any]
+
+
+class BreakageList(BaseModel):
+    breakages: list[BreakageSummary]
+    total: int
+    limit: int
+    offset: int
+
+
+class BreakageDetail(BreakageSummary):
+    captures: dict[str, Any]
+    note: str | None
+    resolved_by_run_id: int | None
+    evidence: FailureOut | None = Field(description="The failure of its first occurrence")
+    history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00]+$")
+    torch: str = Field(
+        min_length=1,
+        max_length=1000,
+        pattern=TORCH_SPEC_PATTERN,
+        description="Torch spec: installed, nightly, pip:REQUIREMENT, wheel:PATH|URL, path:DIR",
+        examples=["installed", "pip:torch==2.13.0", "nightly"],
+    )
+
+
+class RunCreated(BaseModel):
+    run_id: int
+    state: str
+    url: str
+
+
+class WebhookResult(BaseModel):
+    status: str = Field(description="queued | recorded | ignored | duplicate")
+    delivery: str
+    reason: str | None = None
+    run_ids: list[int] = []
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok | unavailable")
+    checks: dict[str, str] = Field(description="Each dependency: ok, or why it is not")
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+# ---------------------------------------------------------------------------- run documents
+def run_summary(run: Run, backend: str) -> RunSummary:
+    return RunSummary(
+        id=run.id,
+        backend=backend,
+        torch_spec=run.torch_spec,
+        torch_build=TorchBuildOut.model_validate(run.torch_build) if run.torch_build else None,
+        backend_sha=run.backend_sha,
+        state=run.state,
+        trigger=run.trigger,
+        trigger_info=run.trigger_info,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        attempts=run.attempts,
+        verdict=run.verdict,
+        verdict_subtype=run.verdict_subtype,
+        duration_s=run.duration_s,
+    )
+
+
+def run_detail(session: Session, run_id: int) -> RunDetail | None:
+    """One run with its steps, failures and test counts; None if there is no such run."""
+    run = run_queries.get_run(session, run_id)
+    if run is None:
+        return None
+    backend = run_queries.get_backend(session, run.backend_id)
+    base = run_summary(run, backend.name if backend else "")
+    return RunDetail(
+        **base.model_dump(),
+        claimed_by=run.claimed_by,
+        lease_expires_at=run.lease_expires_at,
+        retry_at=run.retry_at,
+        error=run.error,
+        verdict_reason=run.verdict_reason,
+        steps=[
+            StepOut(
+                id=s.id,
+                name=s.name,
+                status=s.status,
+                started_at=s.started_at,
+                finished_at=s.finished_at,
+                duration_s=s.duration_s,
+                exit_code=s.exit_code,
+                log_size=s.log_size,
+                summary=s.summary,
+                log_url=f"/api/runs/{run.id}/steps/{s.name}/log",
+            )
+            for s in run.steps
+        ],
+        failures=[FailureOut.model_validate(f) for f in run.failures],
+        test_counts=run_queries.outcome_counts(session, run.id),
+    )
+
+
+def run_list(
+    session: Session,
+    filters: run_queries.RunFilters,
+    *,
+    limit: int,
+    offset: int = 0,
+    cursor: int | None = None,
+) -> RunList:
+    """A page of runs, newest first (``cursor``: the previous page's ``next_cursor``)."""
+    page = run_queries.list_runs(
+        session, filters, limit=limit, offset=offset, before_id=cursor, count_cap=TOTAL_CAP
+    )
+    return RunList(
+        runs=[run_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
+        total=page.total,
+        total_capped=page.total_capped,
+        limit=limit,
+        offset=offset,
+        next_cursor=page.next_cursor,
+    )

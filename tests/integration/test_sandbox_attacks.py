@@ -1,0 +1,235 @@
+"""A backend that attacks the worker (tests/fixtures/backends/hostile) through the real
+pipeline, on SQLite and Postgres: no secret of the worker reaches its build or tests or
+anything stored or served about the run, and each sandbox limit stops its attack with a
+verdict that names it, without hanging the worker.
+
+The worker's environment holds ootci's secrets the way a deployment's does; its HOME holds
+a .netrc; a listener on the host's loopback waits for a connection that must not come.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from service.api.app import create_app
+from service.commands.runs import create_run, get_or_create_backend
+from service.config import Settings
+from service.db import make_engine, session_scope
+from service.dispatch import InProcessDispatcher
+from service.migrate import upgrade
+from service.models import Base, Failure, Run, TestResult
+from workers.pipeline import sandbox
+from workers.pipeline.execute import execute_run
+
+HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "backends" / "hostile"
+SECRETS = {
+    "OOTCI_DATABASE_URL": "postgresql+psycopg://ootci:Db-Pa55w0rd-x7@db.internal:5432/ootci",
+    "OOTCI_BROKER_URL": "redis://:Br0ker-Pa55-q2@redis.internal:6379/0",
+    "OOTCI_API_TOKEN": "api-token-4f9c2e7d1b",
+    "OOTCI_WEBHOOK_SECRET": "webhook-secret-8a1d5e",
+    "OOTCI_GITHUB_TOKEN": "ghp_hostileTestToken0123456789",
+}
+NETRC_PASSWORD = "netrc-Pa55-worker-9z"
+# What must never appear: each whole secret and each password inside a URL.
+NEEDLES = [
+    *SECRETS.values(), "Db-Pa55w0rd-x7", "Br0ker-Pa55-q2", NETRC_PASSWORD,
+]
+
+
+class _Listener:
+    """A TCP listener on the host's loopback that records whoever connects."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def world_readable_dir() -> Iterator[Path]:
+    """pytest's tmp dirs are 0700 under root: the sandbox uid could not read the backend.
+    KEEP_HOSTILE=1 keeps it for a look after a failure."""
+    base = Path(tempfile.mkdtemp(prefix="ootci-hostile-"))
+    base.chmod(0o755)
+    yield base
+    if not os.environ.get("KEEP_HOSTILE"):
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _hostile_backend(root: Path, worker_home: Path, port: int) -> Path:
+    backend = root / "hostile"
+    shutil.copytree(HOSTILE, backend)
+    recipe = (backend / "ootci.toml").read_text()
+    env = f'env = {{ WORKER_HOME = "{worker_home}", LISTENER_PORT = "{port}" }}\n'
+    recipe = recipe.replace('command = ["{python}", "attack_build.py"]\n',
+                            f'command = ["{{python}}", "attack_build.py"]\n{env}')
+    recipe = recipe.replace("timeout_per_test = 60\n", f"timeout_per_test = 60\n{env}")
+    (backend / "ootci.toml").write_text(recipe)
+    return backend
+
+
+def _everything_stored(engine: Engine) -> str:
+    """Every row of every table, as text (compressed logs are checked decompressed apart)."""
+    with engine.connect() as conn:
+        return "\n".join(
+            repr(tuple(row)) for table in Base.metadata.sorted_tables
+            for row in conn.execute(select(table))
+        )
+
+
+def test_hostile_backend_is_contained(
+    db_url: str, world_readable_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    support = sandbox.probe(65534)
+    if not (support.rlimits and support.root and support.bwrap and support.setpriv):
+        pytest.skip(f"needs root and a working bwrap for the full sandbox: {support.describe()}")
+    worker_home = world_readable_dir / "worker-home"
+    worker_home.mkdir()
+    netrc = worker_home / ".netrc"
+    netrc.write_text(f"machine github.com login ootci password {NETRC_PASSWORD}\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(worker_home))
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    listener = _Listener()
+    backend = _hostile_backend(world_readable_dir, worker_home, listener.port)
+    engine = make_engine(db_url)
+    upgrade(engine)
+    settings = Settings(
+        home=world_readable_dir / "ootci-home",
+        database_url=db_url,
+        broker_url="",
+        api_token=SECRETS["OOTCI_API_TOKEN"],
+        webhook_secret=SECRETS["OOTCI_WEBHOOK_SECRET"],
+        github_token=SECRETS["OOTCI_GITHUB_TOKEN"],
+        default_torch="installed",
+        rerun_failed_tests=False,
+        sandbox_max_processes=64,
+        sandbox_file_size_mb=16,
+        sandbox_cpu_time_s=8,
+        run_disk_budget_mb=64,
+    )
+    with session_scope(engine) as s:
+        run_id = create_run(
+            s, get_or_create_backend(s, "hostile", str(backend)), "installed", trigger="api"
+        ).id
+
+    outcome: list[str | None] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(execute_run(engine, settings, run_id, "w1")), daemon=True
+    )
+    started = time.monotonic()
+    worker.start()
+    worker.join(timeout=600)
+    listener.close()
+    assert not worker.is_alive(), "the worker hung on the hostile backend"
+    elapsed = time.monotonic() - started
+
+    with Session(engine) as s:
+        run = s.get_one(Run, run_id)
+        logs = {st.name: st.read_log().decode() for st in run.steps}
+        results = {
+            r.nodeid.rsplit("::", 1)[-1]: r
+            for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))
+        }
+        failures = {
+            (f.nodeid or "").rsplit("::", 1)[-1]: f
+            for f in s.scalars(select(Failure).where(Failure.run_id == run_id))
+        }
+        state, error = run.state, run.error
+    assert outcome == ["failed"], (outcome, error, logs.get("test", "")[-3000:])
+    assert results, logs.get("test", "")[-3000:]
+
+    # The sandbox said what it is.
+    assert "ootci: sandbox: rlimits" in logs["build"]
+    assert "netns via bwrap (no network)" in logs["test"] and "uid 65534" in logs["test"]
+
+    # Secrets: the build printed its whole environment and every /proc environ it could
+    # read, and tried the worker's .netrc; none of it got there (not merely masked: no
+    # mask in the log either).
+    assert "== build: done" in logs["build"]
+    assert "env HOME=" in logs["build"] and "OOTCI_" not in _env_lines(logs["build"])
+    # Both tries (before and after trying to unmount what hides it) were refused.
+    assert logs["build"].count("blocked:") == 3
+    for text in logs.values():
+        assert "***" not in text
+    assert results["test_a_print_environment"].outcome == "failed"
+    assert results["test_b_read_worker_netrc"].outcome == "failed"
+
+    # The torch env is read-only to the tests.
+    env_write = results["test_c_write_into_torch_env"]
+    assert env_write.outcome == "failed"
+    assert "Read-only file system" in (env_write.message or "")
+    assert not list((settings.resolved_cache_dir / "envs").glob("*/lib/*/site-packages/hostile*"))
+
+    # Each limit stopped its attack, with a verdict naming it.
+    fork = results["test_d_fork_bomb"]
+    assert fork.outcome == "failed" and "Resource temporarily unavailable" in (fork.message or "")
+    assert results["test_e_network"].outcome == "failed" and listener.connections == 0
+    huge = results["test_f_one_huge_file"]
+    assert huge.outcome == "failed" and "File too large" in (huge.message or "")
+    cpu = results["test_g_burn_cpu"]
+    assert cpu.outcome == "failed" and "SIGXCPU" in (cpu.message or "")
+    fill = results["test_z_fill_disk"]
+    assert fill.outcome == "failed" and "disk budget of 64 MB" in (fill.message or "")
+    for test, rule in [
+        ("test_d_fork_bomb", "sandbox-process-limit"),
+        ("test_f_one_huge_file", "sandbox-file-size"),
+        ("test_g_burn_cpu", "sandbox-cpu-time"),
+        ("test_z_fill_disk", "sandbox-disk-budget"),
+    ]:
+        assert (failures[test].category, failures[test].rule) == ("backend", rule), test
+    # The disk fill was stopped near its budget, not at its own 1 GB bound.
+    assert elapsed < 300
+
+    # Nothing stored or served holds a secret.
+    stored = _everything_stored(engine) + "\n".join(logs.values())
+    with TestClient(create_app(settings, dispatcher=InProcessDispatcher(lambda _: None),
+                               engine=engine)) as client:
+        headers = {"Authorization": f"Bearer {SECRETS['OOTCI_API_TOKEN']}"}
+        served = [client.get(f"/api/runs/{run_id}", headers=headers).text,
+                  client.get(f"/api/runs/{run_id}/tests", headers=headers).text]
+        served += [client.get(f"/api/runs/{run_id}/steps/{name}/log").text for name in logs]
+    assert f'"id":{run_id}' in served[0]
+    for needle in NEEDLES:
+        assert needle not in stored, needle
+        for page in served:
+            assert needle not in page, needle
+    assert state == "failed"
+    engine.dispose()
+
+
+def _env_lines(log: str) -> str:
+    return "\n".join(line for line in log.splitlines() if line.startswith("env "))

@@ -1,0 +1,79 @@
+"""Failures group into breakages across nights; a fix resolves them; reclassify replays."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, select, update
+
+from service.config import Settings
+from service.db import session_scope
+from service.domain.states import StepStatus
+from service.models import Backend, Breakage, BreakageStatus, Failure, Run, RunState
+from tests.support.helpers import add_backend, add_finished_run, fixture_log
+from workers.pipeline.collect import collect
+from workers.pipeline.reclassify import reclassify
+from workers.pipeline.types import StepOutcome, TestRunOutcome
+
+SETTINGS = Settings(pins=["pip:torch==2.13.0"])
+FAILED_BUILD = StepOutcome(StepStatus.FAILED, 1, "build failed")
+PASSED_BUILD = StepOutcome(StepStatus.PASSED, 0)
+PASSED_TESTS = TestRunOutcome(StepOutcome(StepStatus.PASSED, 0), ())
+
+
+def _night(engine: Engine, log: str | None, sha: str = "b" * 40) -> int:
+    with session_scope(engine) as s:
+        b = s.scalar(select(Backend).limit(1)) or add_backend(s)
+        run = add_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
+        state = collect(s, run, FAILED_BUILD if log else PASSED_BUILD,
+                        None if log else PASSED_TESTS, SETTINGS, lambda _t: None)
+        run.transition(state)
+        return run.id
+
+
+def test_three_nights_of_one_break_are_one_breakage_then_a_fix_resolves_it(engine: Engine) -> None:
+    green = _night(engine, None)
+    reds = [_night(engine, "build_allocator_const.log") for _ in range(3)]
+    with session_scope(engine) as s:
+        assert s.get_one(Run, green).state == RunState.PASSED
+        breakages = s.scalars(select(Breakage)).all()
+        assert len(breakages) == 1
+        b = breakages[0]
+        assert b.occurrences == 3 and b.status == BreakageStatus.OPEN
+        assert (b.first_seen_run_id, b.last_seen_run_id) == (reds[0], reds[-1])
+        assert b.subtype == "signature-changed" and "allocate" in b.title
+        failures = s.scalars(select(Failure).order_by(Failure.id)).all()
+        assert {f.breakage_id for f in failures} == {b.id}
+        # Same backend sha as the last green run, torch moved: upstream's doing.
+        assert {f.triage for f in failures} == {"upstream"}
+        assert s.get_one(Run, reds[0]).verdict == "upstream"
+    fixed = _night(engine, None)
+    with session_scope(engine) as s:
+        b = s.scalars(select(Breakage)).one()
+        assert b.status == BreakageStatus.RESOLVED and b.resolved_by_run_id == fixed
+
+
+def test_a_different_symbol_is_a_different_breakage(engine: Engine) -> None:
+    _night(engine, None)
+    _night(engine, "build_allocator_const.log")
+    _night(engine, "build_new_pure_virtual.log")
+    with session_scope(engine) as s:
+        subtypes = sorted(b.subtype or "" for b in s.scalars(select(Breakage)))
+        assert subtypes == ["new-pure-virtual", "signature-changed"]
+
+
+def test_reclassify_rewrites_stale_verdicts_and_regroups(engine: Engine) -> None:
+    _night(engine, None)
+    for _ in range(2):
+        _night(engine, "build_header_moved.log")
+    with session_scope(engine) as s:
+        # What an older rules.toml might have stored: a generic verdict, another fingerprint.
+        s.execute(update(Failure).values(category="unknown", subtype="generic", fingerprint="old"))
+        s.execute(update(Breakage).values(fingerprint="old", subtype="generic"))
+    with session_scope(engine) as s:
+        report = reclassify(s, SETTINGS)
+    assert report.changed == 2 and report.failures_after == 2
+    with session_scope(engine) as s:
+        failures = s.scalars(select(Failure)).all()
+        assert {(f.category, f.subtype) for f in failures} == {("upstream", "header-moved")}
+        assert all(f.captures.get("header") for f in failures)
+        (b,) = s.scalars(select(Breakage)).all()
+        assert b.occurrences == 2 and b.subtype == "header-moved"

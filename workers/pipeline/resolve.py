@@ -1,0 +1,273 @@
+"""Resolve a torch spec to the one artifact it means, before anything is installed.
+
+``pip:``, ``wheel:`` and ``nightly`` resolve to one wheel (name, version, URL, sha256):
+``provision.py`` keys its virtualenvs by that artifact, so two specs that resolve to the
+same wheel share an env and what was resolved is what gets installed. The spec's grammar is
+the domain's (``service/domain/torch_spec.py``); here a spec that does not parse is the
+pipeline's usage error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.tags import sys_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from service.domain import torch_spec
+from service.domain.torch_spec import (
+    DEFAULT_NIGHTLY_INDEX,
+    SourceKind,
+    TorchSpec,
+    TorchSpecError,
+    is_url,
+)
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.procs import child_env, run_streaming
+from workers.pipeline.types import ProvisionError, SpecError
+
+HTTP_TIMEOUT_S = 20
+# pip prints these when the network or the disk, not the requirement, is the problem.
+_INFRA_SIGNATURES = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Connection refused",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "SSLError",
+    "ProxyError",
+    "No space left on device",
+    "Read-only file system",
+)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """The one wheel a pip/wheel/nightly spec resolved to."""
+
+    name: str
+    version: str
+    url: str
+    sha256: str = ""
+
+
+def parse_spec(
+    text: str, *, nightly_index_url: str = DEFAULT_NIGHTLY_INDEX, pip_index_url: str = ""
+) -> TorchSpec:
+    """The domain's parse, its refusal raised as the pipeline's usage error (exit 2, no run)."""
+    try:
+        return torch_spec.parse_spec(
+            text, nightly_index_url=nightly_index_url, pip_index_url=pip_index_url
+        )
+    except TorchSpecError as exc:
+        raise SpecError(str(exc)) from None
+
+
+class _Links(html.parser.HTMLParser):
+    """Anchors of a PEP 503 project page: (href, text, yanked)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, bool]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            values = dict(attrs)
+            if values.get("href"):
+                self.links.append((values["href"] or "", "data-yanked" in values))
+
+
+def _read_local(url: str) -> str:
+    """A file:// index page; a directory is its index.html or, like pip, its file list."""
+    path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+    if not path.exists():
+        raise SpecError(f"{url}: no such project page (no {path})")
+    if path.is_dir():
+        if (path / "index.html").is_file():
+            return (path / "index.html").read_text(encoding="utf-8", errors="replace")
+        names = sorted(p.name for p in path.iterdir() if p.is_file())
+        return "".join(f'<a href="{urllib.parse.quote(n)}">{n}</a>\n' for n in names)
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _fetch(url: str) -> str:
+    """GET ``url``: network trouble is ProvisionError (infra), fast (one try, short timeout)."""
+    if urllib.parse.urlsplit(url).scheme == "file":
+        return _read_local(url)
+    try:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_S) as resp:  # noqa: S310
+            return str(resp.read().decode("utf-8", errors="replace"))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise SpecError(f"{url}: no such project page (HTTP 404)") from None
+        raise ProvisionError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ProvisionError(f"package index unreachable: {url}: {reason}") from None
+
+
+def newest_on_index(index_url: str, project: str = "torch") -> Artifact:
+    """The newest wheel of ``project`` on a PEP 503 index that installs on this Python
+    (pre-releases included: nightlies are dev versions)."""
+    page_url = f"{index_url.rstrip('/')}/{canonicalize_name(project)}/"
+    parser = _Links()
+    parser.feed(_fetch(page_url))
+    supported = set(sys_tags())
+    best: tuple[object, Artifact] | None = None
+    for href, yanked in parser.links:
+        if yanked:
+            continue
+        absolute = urllib.parse.urljoin(page_url, href)
+        parts = urllib.parse.urlsplit(absolute)
+        filename = urllib.parse.unquote(parts.path.rsplit("/", 1)[-1])
+        try:
+            name, version, _build, tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            continue  # sdists and stray files
+        if name != canonicalize_name(project) or not (tags & supported):
+            continue
+        fragment = urllib.parse.parse_qs(parts.fragment)
+        sha256 = fragment.get("sha256", [""])[0]
+        candidate = Artifact(project, str(version), absolute, sha256)
+        if best is None or version > best[0]:  # type: ignore[operator]
+            best = (version, candidate)
+    if best is None:
+        raise ProvisionError(
+            f"no {project} wheel for this Python ({platform.python_version()}, "
+            f"{platform.machine()}) on {index_url}"
+        )
+    return best[1]
+
+
+def _pip_env_for_index(index_url: str) -> dict[str, str]:
+    """pip's environment when one index must be the only source: no config files, no
+    PIP_* index/find-links variables (machine-wide extras could otherwise supply torch)."""
+    env = {
+        k: v
+        for k, v in child_env({}).items()
+        if k not in {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX"}
+    }
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
+    """Ask pip which torch the requirement means, without installing anything."""
+    if spec.index_url:
+        _fetch(f"{spec.index_url}/torch/")  # pip ignores dead indexes silently: fail fast here
+    with tempfile.TemporaryDirectory(prefix="ootci-resolve-") as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--no-deps",
+            "--quiet",
+            "--report",
+            str(report),
+            spec.requirement,
+        ]
+        env = child_env({})
+        if spec.index_url:
+            cmd += ["--index-url", spec.index_url]
+            env = _pip_env_for_index(spec.index_url)
+        first_line = log.lines_written
+        result = run_streaming(cmd, cwd=Path(tmp), env=env, log=log, timeout_s=600)
+        if result.returncode != 0 or not report.is_file():
+            output = log.tail(log.lines_written - first_line)
+            reasons = [line for line in output if "ERROR" in line or "error:" in line]
+            text = "\n".join(output)
+            if result.killed_reason or any(sig in text for sig in _INFRA_SIGNATURES):
+                why = result.killed_reason or (reasons[-1] if reasons else f"see {log.path}")
+                raise ProvisionError(
+                    f"pip failed (network or disk) resolving {spec.requirement!r}: {why}"
+                )
+            reason = "; ".join(reasons[-3:]) or f"pip exited with {result.returncode}"
+            raise SpecError(f"torch requirement {spec.requirement!r} does not resolve: {reason}")
+        installs = json.loads(report.read_text())["install"]
+    item = next(i for i in installs if canonicalize_name(i["metadata"]["name"]) == "torch")
+    info = item["download_info"]
+    return Artifact(
+        "torch",
+        item["metadata"]["version"],
+        info["url"],
+        info.get("archive_info", {}).get("hashes", {}).get("sha256", ""),
+    )
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
+    location = spec.location
+    if is_url(location) and not location.startswith("file:"):
+        name = urllib.parse.unquote(urllib.parse.urlsplit(location).path.rsplit("/", 1)[-1])
+        target = cache_dir / "wheels" / hashlib.sha256(location.encode()).hexdigest()[:16] / name
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            log.write(f"ootci: downloading {location}")
+            partial = target.with_suffix(".part")
+            try:
+                with (
+                    urllib.request.urlopen(location, timeout=HTTP_TIMEOUT_S) as resp,  # noqa: S310
+                    partial.open("wb") as out,
+                ):
+                    shutil.copyfileobj(resp, out, 1 << 20)
+            except urllib.error.HTTPError as exc:
+                raise (SpecError if exc.code == 404 else ProvisionError)(
+                    f"wheel {location}: HTTP {exc.code} {exc.reason}"
+                ) from None
+            except (urllib.error.URLError, OSError) as exc:
+                raise ProvisionError(f"wheel {location}: download failed: {exc}") from None
+            partial.rename(target)
+        path = target
+    else:
+        path = Path(
+            urllib.parse.urlsplit(location).path if location.startswith("file:") else location
+        )
+        path = path.expanduser().resolve()
+        if not path.is_file():
+            raise SpecError(f"torch spec {spec.text!r}: no wheel file at {path}")
+    try:
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise SpecError(f"torch spec {spec.text!r}: {exc}") from None
+    if name != "torch":
+        raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a torch wheel")
+    return Artifact("torch", str(version), path.as_uri(), _sha256_file(path))
+
+
+def resolve(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
+    """The wheel a ``pip:``, ``wheel:`` or ``nightly`` spec means."""
+    if spec.kind == SourceKind.PIP:
+        artifact = _resolve_pip(spec, log)
+    elif spec.kind == SourceKind.NIGHTLY:
+        artifact = newest_on_index(spec.index_url)
+    elif spec.kind == SourceKind.WHEEL:
+        artifact = _resolve_wheel(spec, cache_dir, log)
+    else:
+        raise SpecError(f"torch spec {spec.text!r}: a {spec.kind} spec has no artifact")
+    log.write(f"ootci: {spec.text!r} resolved to torch {artifact.version} ({artifact.url})")
+    return artifact
