@@ -142,7 +142,6 @@ class Settings(BaseSettings):
     # GitHub reporting (labels/comments on the culprit PR).
     github_token: SecretStr = SecretStr("")
     github_api_url: str = "https://api.github.com"
-    github_repo: str = "pytorch/pytorch"
     github_label: str = "module: PrivateUse1-break"
     upstream_repo: str = Field(
         "pytorch/pytorch", description="The upstream repository whose commits and PRs ootci reads."

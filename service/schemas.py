@@ -170,6 +170,49 @@ class BreakageDetail(BreakageSummary):
     history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
 
 
+class RangeOut(BaseModel):
+    """A regression range: the torch of the last green run (base) and of the red one (head)."""
+
+    base: str | None = Field(description="git_version of the base torch; null: no range")
+    head: str | None
+    base_version: str | None
+    head_version: str | None
+    base_run_id: int | None
+    note: str | None = Field(description="Why there is no usable range; null when there is one")
+    compare_url: str | None
+
+
+class SuspectOut(BaseModel):
+    sha: str
+    pr: int | None
+    title: str
+    score: float = Field(ge=0, le=1)
+    reasons: list[str]
+
+
+class ReportOut(_Orm):
+    """One message of the outbox: what was (or would be) sent to GitHub, and how it went."""
+
+    id: int
+    kind: str
+    target: str
+    state: str = Field(description="pending | sent | dry-run | failed | superseded")
+    attempts: int
+    last_error: str | None
+    created_at: dt.datetime
+    sent_at: dt.datetime | None
+    url: str | None = Field(None, description="The comment GitHub answered with, when posted")
+
+
+class Culprits(BaseModel):
+    """The suspects of a breakage (or of a run, from `ootci culprit`), best first."""
+
+    range: RangeOut
+    suspects: list[SuspectOut]
+    note: str | None = Field(description="Why there is no suspect, when there is none")
+    reports: list[ReportOut] = []
+
+
 class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

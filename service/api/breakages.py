@@ -6,15 +6,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from service.api.deps import SessionDep
+from service.api.deps import ContextDep, SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
 from service.models import Breakage, BreakageStatus
 from service.queries import breakages as q
+from service.queries.culprits import breakage_culprits
 from service.queries.runs import backend_names
 from service.schemas import (
     BreakageDetail,
     BreakageList,
     BreakageSummary,
+    Culprits,
     FailureOut,
     Problem,
 )
@@ -90,3 +92,17 @@ def get_breakage(
         evidence=FailureOut.model_validate(evidence) if evidence else None,
         history=q.occurrences(session, b.id, limit=history),
     )
+
+
+@router.get(
+    "/{breakage_id}/culprits",
+    response_model=Culprits,
+    responses={404: {"model": Problem, "description": "No such breakage"}},
+    summary="The regression range, the ranked suspects with their reasons, and what was "
+    "posted to GitHub",
+)
+def get_culprits(session: SessionDep, ctx: ContextDep, breakage_id: BreakageId) -> Culprits:
+    b = q.get_breakage(session, breakage_id)
+    if b is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"breakage {breakage_id} does not exist")
+    return breakage_culprits(session, b, ctx.settings.upstream_repo)

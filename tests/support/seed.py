@@ -574,10 +574,10 @@ def _culprits(kind: Kind, sha: str, rng: random.Random) -> list[dict[str, Any]]:
     return [
         {"sha": _sha("culprit", sha, kind.name)[:40], "pr": pr,
          "title": f"[PrivateUse1] refactor {what.split('/')[-1]}", "score": 0.82,
-         "why": f"touches {what}"},
+         "reasons": [f"edits a line declaring {what}"]},
         {"sha": _sha("culprit2", sha, kind.name)[:40], "pr": pr + 17,
          "title": "Remove deprecated device hooks", "score": 0.31,
-         "why": "touches aten/src/ATen/detail/"},
+         "reasons": ["touches aten/src/ATen/detail/, where hooks live"]},
     ]
 
 

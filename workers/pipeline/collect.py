@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from service.commands import culprits
 from service.commands.breakages import record_occurrences, resolve_fixed
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
@@ -18,6 +19,7 @@ from service.domain.triage import TriageEvidence, run_verdict, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import Failure, Outcome, Run, RunState, Step, StepName, StepStatus, TorchBuild
 from service.queries.baseline import Baseline, baseline_for
+from service.queries.regression import range_for
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 
 
@@ -148,7 +150,7 @@ def collect(
     run.verdict_subtype = overall.subtype.value if overall else None
     run.verdict_reason = overall.reason if overall else None
 
-    record_occurrences(session, run, [f for f, _ in pairs])
+    touched = record_occurrences(session, run, [f for f, _ in pairs])
     observed = {Stage.BUILD.value} if build.status is StepStatus.PASSED else set()
     if tests is not None and tests.step.status is not StepStatus.ERRORED:
         observed |= {Stage.IMPORT.value, Stage.TEST.value}
@@ -157,6 +159,13 @@ def collect(
     )
     for b in resolved:
         note(f"resolved breakage {b.id}: {b.title}\n")
+    # The upstream loop: new breakages get their regression range (and an analysis of it
+    # queued), reported ones get their PR's comment refreshed; GitHub is reached later,
+    # from the outbox, never inside the run's transaction.
+    culprits.after_run(
+        session, run, touched, resolved, found=range_for(session, run),
+        repo=settings.upstream_repo, min_score=settings.culprit_min_score,
+    )
 
     real = [v for v in verdicts if v.category is not Category.FLAKE]
     if not real:

@@ -13,6 +13,7 @@ from service.api.params import BreakageId
 from service.api.templates import render
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
+from service.queries.culprits import breakage_culprits
 from service.queries.runs import backend_names
 
 router = APIRouter()
@@ -45,7 +46,7 @@ def breakages_page(
         "all_backends": run_queries.backend_list(session),
         "page": page,
         "pages": max(1, -(-found.total // PER_PAGE)),
-        "github_repo": ctx.settings.github_repo,
+        "github_repo": ctx.settings.upstream_repo,
     })
 
 
@@ -69,5 +70,6 @@ def breakage_page(
         "first": first,
         "first_evidence": evidence(first) if first else None,
         "labels": labels,
-        "github_repo": ctx.settings.github_repo,
+        "github_repo": ctx.settings.upstream_repo,
+        "culprits": breakage_culprits(session, breakage, ctx.settings.upstream_repo),
     })

@@ -181,7 +181,7 @@ def matrix_page(
             "has_older": has_older,
             "active": run_queries.active_runs(session),
             "open_breakages": open_breakages(session, backend),
-            "github_repo": ctx.settings.github_repo,
+            "github_repo": ctx.settings.upstream_repo,
             "verdicts": VERDICTS,
             "empty_cell": EMPTY,
         },

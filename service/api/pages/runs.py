@@ -97,7 +97,7 @@ def run_page(
             for b, fs in groups
         ],
         "counts": counts,
-        "github_repo": ctx.settings.github_repo,
+        "github_repo": ctx.settings.upstream_repo,
         "failed_tests": stages.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
         "failed_total": sum(counts.get(o, 0) for o in Outcome.FAILING),
     })

@@ -395,7 +395,7 @@ def test_everything_from_logs_tests_and_webhooks_is_escaped(
                             category="upstream", subtype="test-regression", title=XSS,
                             captures={"symbol": XSS}, first_seen_run_id=run.id,
                             last_seen_run_id=run.id, first_seen_at=now, last_seen_at=now,
-                            occurrences=1, culprits=[{"pr": 1, "title": XSS, "why": XSS,
+                            occurrences=1, culprits=[{"pr": 1, "title": XSS, "reasons": [XSS],
                                                       "sha": "abc", "score": 0.5}])
         s.add(breakage)
         s.flush()
