@@ -11,10 +11,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from service.models import Run
+from service.models import Breakage, OutboxMessage, Run
 from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
+from service.queries.outbox import messages_for
 
 # Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
 TOTAL_CAP = 10_000
@@ -322,4 +323,31 @@ def run_list(
         limit=limit,
         offset=offset,
         next_cursor=page.next_cursor,
+    )
+
+
+def compare_url(repo: str, base: str | None, head: str | None) -> str | None:
+    return f"https://github.com/{repo}/compare/{base}...{head}" if base and head else None
+
+
+def report_out(message: OutboxMessage) -> ReportOut:
+    out = ReportOut.model_validate(message)
+    out.url = message.result.get("comment_url") if message.result else None
+    return out
+
+
+def breakage_culprits(session: Session, breakage: Breakage, repo: str) -> Culprits:
+    return Culprits(
+        range=RangeOut(
+            base=breakage.range_base_sha,
+            head=breakage.range_head_sha,
+            base_version=breakage.range_base_version,
+            head_version=breakage.range_head_version,
+            base_run_id=breakage.range_base_run_id,
+            note=breakage.range_note,
+            compare_url=compare_url(repo, breakage.range_base_sha, breakage.range_head_sha),
+        ),
+        suspects=[SuspectOut.model_validate(c) for c in breakage.culprits],
+        note=breakage.culprits_note,
+        reports=[report_out(m) for m in messages_for(session, breakage, repo)],
     )

@@ -11,6 +11,8 @@ from celery.schedules import crontab
 from service.config import Settings
 
 SWEEP_EVERY_S = 300
+# Reports delayed by a GitHub outage or a rate limit go out at most this late after it ends.
+DRAIN_OUTBOX_EVERY_S = 120
 # A queued run older than this probably lost its message (a publish that failed after the
 # commit): send it again. Duplicates are harmless, the claim lets only one through.
 QUEUED_STALE_AFTER_S = 1800
@@ -48,5 +50,12 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": "ootci.sweep.stale",
             "schedule": float(SWEEP_EVERY_S),
             "options": {"expires": SWEEP_EVERY_S},
+        },
+        # Send what ootci owes GitHub: runs trigger a drain as they finish; this one picks
+        # up what waited for an outage, a rate limit or a fixed token.
+        "drain-github-outbox": {
+            "task": "ootci.github.drain_outbox",
+            "schedule": float(DRAIN_OUTBOX_EVERY_S),
+            "options": {"expires": DRAIN_OUTBOX_EVERY_S},
         },
     }

@@ -10,6 +10,7 @@ import datetime as dt
 import logging
 import os
 import socket
+from dataclasses import asdict
 from typing import Any
 
 from celery import Task
@@ -19,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from service.commands.runs import create_run, plan_rerun, stale_run_ids
 from service.config import get_settings
-from service.db import get_engine, session_scope
+from service.db import get_engine, session_factory, session_scope
+from service.github.reporter import drain_with_settings
 from service.models import Backend, Run, RunState
 from service.queries.pins import newest_green_builds
 from workers.celery_app import app
@@ -91,6 +93,10 @@ def execute(self: Task, run_id: int) -> str | None:
             log.warning("run %s: not claimable yet, trying again in %.0f s", run_id, countdown)
             raise self.retry(countdown=countdown + 1, max_retries=MAX_REDELIVERIES)
     log.info("run %s: %s", run_id, state or "finished already")
+    if state is not None:
+        # What the run queued for GitHub (an analysis, a refreshed PR comment) goes out
+        # now rather than at the next periodic drain.
+        drain_outbox.apply_async()
     return state
 
 
@@ -195,3 +201,14 @@ def sweep_stale() -> list[int]:
     if run_ids:
         log.warning("re-dispatched stale runs %s", run_ids)
     return run_ids
+
+
+@app.task(name="ootci.github.drain_outbox")  # type: ignore[untyped-decorator]
+def drain_outbox() -> dict[str, Any]:
+    """Send what ootci owes GitHub (analyses, PR reports, statuses); what cannot go out now
+    stays queued with a backoff. Two drains at once skip each other's messages (row locks)."""
+    settings = get_settings()
+    result = drain_with_settings(settings, session_factory(_engine()))
+    if result.errors:
+        log.warning("outbox: %s", "; ".join(result.errors[:3]))
+    return asdict(result)

@@ -10,7 +10,6 @@ from service.api.deps import ContextDep, SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
 from service.models import Breakage, BreakageStatus
 from service.queries import breakages as q
-from service.queries.culprits import breakage_culprits
 from service.queries.runs import backend_names
 from service.schemas import (
     BreakageDetail,
@@ -19,6 +18,7 @@ from service.schemas import (
     Culprits,
     FailureOut,
     Problem,
+    breakage_culprits,
 )
 
 router = APIRouter(prefix="/api/breakages", tags=["breakages"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import corpus, ops, runs
+from service.cli import corpus, culprit, ops, runs
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -20,6 +20,8 @@ app.command()(runs.rerun)
 app.command("runs")(runs.list_runs)
 app.command()(runs.show)
 app.command()(ops.reclassify)
+app.command()(culprit.culprit)
+app.command()(culprit.report)
 app.command()(ops.gc)
 app.command()(ops.serve)
 app.command(context_settings=EXTRA_ARGS)(ops.worker)

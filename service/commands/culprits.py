@@ -94,9 +94,10 @@ def breakages_on_pr(session: Session, pr: int, min_score: float) -> list[Breakag
 
 
 def request_pr_report(
-    session: Session, breakage: Breakage, *, repo: str, min_score: float
+    session: Session, breakage: Breakage, *, repo: str, min_score: float, again: bool = False
 ) -> bool:
-    """Queue the PR's report if what it would say has changed since the last one queued.
+    """Queue the PR's report if what it would say has changed since the last one queued
+    (``again``: even if not, as when an operator asks for it after fixing the token).
 
     The message carries no body: the drain renders the PR's current state when it sends,
     so a report delayed by an outage still says the newest thing."""
@@ -107,7 +108,8 @@ def request_pr_report(
         (b.id, b.status, b.occurrences, b.last_seen_run_id, b.backend_id)
         for b in breakages_on_pr(session, pr, min_score)
     ]
-    digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()[:24]
+    nonce = utcnow().isoformat() if again else ""
+    digest = hashlib.sha256(json.dumps([state, nonce]).encode()).hexdigest()[:24]
     target = f"{repo}#{pr}"
     return outbox.enqueue(
         session,

@@ -193,3 +193,13 @@ def report_settings(settings: Settings) -> ReportSettings:
 def drain_with_settings(settings: Settings, sessions: Callable[[], Session]) -> DrainResult:
     """The drain as the worker task and the embedded mode run it."""
     return drain(sessions, GitHubClient.from_settings(settings), report_settings(settings))
+
+
+def drain_quietly(settings: Settings, sessions: Callable[[], Session]) -> DrainResult | None:
+    """Send what a finished run queued, in the embedded mode. A report that cannot go out
+    now stays in the outbox for the next drain; it never fails the run that asked for it."""
+    try:
+        return drain_with_settings(settings, sessions)
+    except Exception:
+        log.exception("outbox: drain failed; the messages stay queued")
+        return None

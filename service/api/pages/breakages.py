@@ -13,8 +13,8 @@ from service.api.params import BreakageId
 from service.api.templates import render
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
-from service.queries.culprits import breakage_culprits
 from service.queries.runs import backend_names
+from service.schemas import breakage_culprits
 
 router = APIRouter()
 

@@ -1,0 +1,189 @@
+"""`ootci culprit` (which upstream change broke a run) and `ootci report` (tell its PR)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from service.cli.common import (
+    EXIT_FAILED,
+    console,
+    die,
+    load_settings,
+    migrated_engine,
+    out,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from service.config import Settings
+    from service.models import Run
+    from service.schemas import Culprits
+
+
+def _run_or_die(session: Session, run_id: int) -> Run:
+    from service.models import Run
+
+    run = session.get(Run, run_id)
+    if run is None:
+        die(f"no run {run_id}")
+    return run
+
+
+def _print_culprits(doc: Culprits) -> None:
+    r = doc.range
+    out.print(f"range: {escape(r.base_version or '?')} ({(r.base or '?')[:12]}) -> "
+              f"{escape(r.head_version or '?')} ({(r.head or '?')[:12]})"
+              + (f"  {r.compare_url}" if r.compare_url else ""))
+    if not doc.suspects:
+        out.print(escape(doc.note or "no suspect"))
+        return
+    table = Table(title="suspects, best first")
+    for col in ("score", "PR", "commit", "title", "why"):
+        table.add_column(col)
+    for s in doc.suspects:
+        table.add_row(f"{s.score:.2f}", f"#{s.pr}" if s.pr else "-", s.sha[:12], escape(s.title),
+                      escape("\n".join(s.reasons)))
+    out.print(table)
+
+
+def _corpus(as_json: bool) -> None:
+    from service.github.culprit_corpus import run_corpus
+
+    report = run_corpus()
+    if as_json:
+        print_json({
+            "top1": report.top1, "top3": report.top3,
+            "cases": [{"case": r.case.name, "expected_pr": r.case.expected_pr, "rank": r.rank,
+                       "top_score": r.top_score, "confidence": r.ranking.confidence.value}
+                      for r in report.results],
+        })
+    else:
+        out.print(escape(report.render()))
+    if report.misses:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _rank_run(settings: Settings, session: Session, run: Run, base: Run | None) -> Culprits:
+    """The range of ``run`` (against ``base`` or its track's last green run) listed from
+    GitHub and ranked against the run's classified failures."""
+    from service.github.analysis import rank_range, ranking_note
+    from service.github.client import GitHubClient
+    from service.github.errors import GitHubError
+    from service.queries.regression import range_for
+    from service.schemas import Culprits, RangeOut, SuspectOut, compare_url
+
+    found = range_for(session, run, base)
+    if not found.complete or found.base is None:
+        die(f"run {run.id}: no regression range: {found.note}")
+    failures = [f for f in run.failures if f.finding]
+    if not failures:
+        die(f"run {run.id} has no classified failure to look for in the range")
+    base_sha, head_sha = found.base.git_version, found.head.git_version
+    console.print(f"listing {settings.upstream_repo} {base_sha[:12]}...{head_sha[:12]} "
+                  f"from {settings.github_api_url}")
+    try:
+        ranking = rank_range(GitHubClient.from_settings(settings), failures, base_sha, head_sha)
+    except GitHubError as exc:
+        die(str(exc))
+    return Culprits(
+        range=RangeOut(base=base_sha, head=head_sha, base_version=found.base.version,
+                       head_version=found.head.version, base_run_id=found.base.run_id, note=None,
+                       compare_url=compare_url(settings.upstream_repo, base_sha, head_sha)),
+        suspects=[SuspectOut.model_validate(s.to_dict()) for s in ranking.suspects],
+        note=ranking_note(ranking, base_sha, head_sha),
+    )
+
+
+def culprit(
+    run_id: Annotated[int | None, typer.Argument(help="A red run to find the upstream change for.")] = None,
+    base_run: Annotated[
+        int | None,
+        typer.Option("--base-run", help="Compare against this run's torch (default: the "
+                     "newest passed run of the same backend on the same track before RUN)."),
+    ] = None,
+    corpus: Annotated[bool, typer.Option("--corpus", help="Score the ranking on the culprit corpus.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The regression range of RUN and its upstream commits ranked by how well they match
+    what the failures name, with the reasons; `--corpus` scores the ranking itself."""
+    if corpus:
+        _corpus(as_json)
+        return
+    if run_id is None:
+        die("give a RUN, or --corpus")
+    from service.db import session_scope
+
+    settings = load_settings()
+    with session_scope(migrated_engine(settings)) as session:
+        run = _run_or_die(session, run_id)
+        base = _run_or_die(session, base_run) if base_run is not None else None
+        if base is not None and base.backend_id != run.backend_id:
+            die(f"run {base.id} is of another backend than run {run.id}: a range compares "
+                "two runs of one backend")
+        doc = _rank_run(settings, session, run, base)
+    if as_json:
+        print_json(doc.model_dump(mode="json"))
+    else:
+        _print_culprits(doc)
+
+
+def report(
+    breakage_id: Annotated[
+        int | None, typer.Argument(help="The breakage to report (default: send what is due).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be posted.")] = False,
+) -> None:
+    """Label the suspected upstream PR of BREAKAGE and post (or edit) ootci's one comment on
+    it; without BREAKAGE, send everything the outbox holds that is due."""
+    from service.db import session_factory
+    from service.github.reporter import drain_with_settings
+
+    settings = load_settings()
+    sessions = session_factory(migrated_engine(settings))
+    if breakage_id is not None:
+        _queue_report(settings, sessions, breakage_id, dry_run)
+        if dry_run:
+            return
+    result = drain_with_settings(settings, sessions)
+    for error in result.errors:
+        console.print(f"[yellow]github:[/] {escape(error)} (kept, tried again later)")
+    console.print(f"outbox: {result.sent} sent, {result.dry_run} dry-run (no token), "
+                  f"{result.retried} kept for later")
+    if result.errors:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _queue_report(
+    settings: Settings, sessions: sessionmaker[Session], breakage_id: int, dry_run: bool
+) -> None:
+    from service.commands import culprits
+    from service.domain.pr_comment import render
+    from service.github.reporter import pr_reports, report_settings
+    from service.models import Breakage
+
+    cfg = report_settings(settings)
+    with sessions() as session:
+        breakage = session.get(Breakage, breakage_id)
+        if breakage is None:
+            die(f"no breakage {breakage_id}")
+        pr = culprits.reported_pr(breakage, cfg.min_score)
+        if pr is None:
+            top = breakage.culprits[0] if breakage.culprits else None
+            die(f"breakage {breakage_id}: nothing to report: "
+                + (f"its top suspect scores {float(top['score']):.2f}, below "
+                   f"OOTCI_CULPRIT_MIN_SCORE={cfg.min_score}" if top else
+                   (breakage.culprits_note or "no suspect yet")), code=EXIT_FAILED)
+        if dry_run:
+            out.print(f"would {'add' if breakage.status == 'open' else 'keep'} label "
+                      f"{cfg.label!r} and post on {cfg.repo}#{pr}:\n")
+            out.print(escape(render(pr, pr_reports(session, pr, cfg))), soft_wrap=True)
+            return
+        culprits.request_pr_report(session, breakage, repo=cfg.repo, min_score=cfg.min_score,
+                                   again=True)
+        session.commit()
