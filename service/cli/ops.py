@@ -97,15 +97,18 @@ def serve(
     """Serve the dashboard, JSON API and webhooks. Without a broker, queued runs execute
     in this process (the embedded default)."""
     from service.api.app import serve as serve_app
+    from service.cli.runs import report_to_github
     from service.dispatch import CeleryDispatcher, Dispatcher, InProcessDispatcher
     from workers.pipeline.execute import execute_run
 
     settings = load_settings()
     engine = migrated_engine(settings)
     if settings.in_process:
-        dispatcher: Dispatcher = InProcessDispatcher(
-            lambda run_id: execute_run(engine, settings, run_id, worker_id())
-        )
+        def execute_and_report(run_id: int) -> None:
+            execute_run(engine, settings, run_id, worker_id())
+            report_to_github(engine, settings)
+
+        dispatcher: Dispatcher = InProcessDispatcher(execute_and_report)
         # Embedded mode has no sweeper: runs left queued (or orphaned mid-run) by the
         # previous stop are picked up now rather than never.
         from service.commands.runs import stale_run_ids

@@ -151,7 +151,20 @@ def _execute_with_progress(engine: Engine, settings: Settings, run_id: int, as_j
     from workers.pipeline.execute import execute_run
 
     with RunProgress(console, run_id, enabled=not as_json) as progress:
-        return execute_run(engine, settings, run_id, worker_id(), on_event=progress.on_event)
+        state = execute_run(engine, settings, run_id, worker_id(), on_event=progress.on_event)
+    report_to_github(engine, settings)
+    return state
+
+
+def report_to_github(engine: Engine, settings: Settings) -> None:
+    """The embedded mode's outbox drain: what the run queued for GitHub goes out now."""
+    from service.db import session_factory
+    from service.github.reporter import drain_quietly
+
+    result = drain_quietly(settings, session_factory(engine))
+    if result is not None and (result.sent or result.dry_run or result.errors):
+        console.print(f"github: {result.sent} sent, {result.dry_run} dry-run"
+                      + (f"; kept for later: {escape(result.errors[0])}" if result.errors else ""))
 
 
 def _exit_code(state: str | None) -> int:
