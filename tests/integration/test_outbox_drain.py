@@ -4,8 +4,6 @@ nights go by and when the breakage resolves; outages delay and never lose or dup
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -18,22 +16,16 @@ from service.github.reporter import ReportSettings, drain
 from service.models import (
     Breakage,
     BreakageStatus,
-    Failure,
     OutboxKind,
     OutboxMessage,
     OutboxState,
-    Run,
-    RunState,
-    TorchBuild,
 )
-from service.queries.regression import range_for
 from tests.support.fake_github import FakeGitHub
-from tests.support.helpers import add_backend
+from tests.support.upstream_rows import CASE, breakage_with_range
 
 pytest_plugins = ["tests.support.github_fixtures"]
 
 REPO = "pytorch/pytorch"
-CASE = Path(__file__).resolve().parents[1] / "fixtures" / "culprit" / "allocate-const.json"
 LABEL = "module: PrivateUse1-break"
 
 
@@ -50,36 +42,6 @@ def _client(fake: FakeGitHub, token: str | None = None, sleeps: list[float] | No
                         write_interval_s=0, sleep=(sleeps.append if sleeps is not None else lambda s: None))
 
 
-def _breakage_with_range(session: Session, base: str, head: str) -> Breakage:
-    """A red nightly whose build failed as the case's evidence says, after a green one."""
-    case = json.loads(CASE.read_text())
-    backend = add_backend(session)
-    runs = []
-    for git, state in ((base, RunState.PASSED), (head, RunState.FAILED)):
-        build = TorchBuild(spec="nightly", source_kind="nightly", version=f"2.14.0.dev+{git[:6]}",
-                           git_version=git)
-        session.add(build)
-        session.flush()
-        run = Run(backend_id=backend.id, torch_spec="nightly", torch_build_id=build.id, state=state)
-        session.add(run)
-        session.flush()
-        session.refresh(run)
-        runs.append(run)
-    finding = case["evidence"][0]["finding"]
-    breakage = Breakage(backend_id=backend.id, fingerprint=finding["fingerprint"], fingerprint_version=2,
-                        category="upstream", subtype=finding["subtype"], title="signature-changed: allocate",
-                        first_seen_run_id=runs[1].id, last_seen_run_id=runs[1].id, occurrences=1)
-    session.add(breakage)
-    session.flush()
-    session.add(Failure(run_id=runs[1].id, step_name="build", stage="build", line=finding["line"],
-                        captures=finding["captures"], category="upstream", subtype=finding["subtype"],
-                        fingerprint=finding["fingerprint"], finding=finding, breakage_id=breakage.id))
-    culprits.after_run(session, runs[1], [breakage], [], found=range_for(session, runs[1]),
-                       repo=REPO, min_score=0.5)
-    session.commit()
-    return breakage
-
-
 def _messages(session: Session) -> list[OutboxMessage]:
     return list(session.scalars(select(OutboxMessage).order_by(OutboxMessage.id)))
 
@@ -90,7 +52,7 @@ def test_range_ranked_pr_labelled_one_comment_edited_then_resolved(
     base, head = fake_github.load_compare_case(CASE)
     sessions = sessionmaker(engine)
     with sessions() as session:
-        breakage_id = _breakage_with_range(session, base, head).id
+        breakage_id = breakage_with_range(session, base, head).id
 
     # Night 2: the range is listed and ranked, then the report goes out.
     first = drain(sessions, _client(fake_github), _cfg())
@@ -133,7 +95,7 @@ def test_502_then_200_delivers_the_report_exactly_once(engine: Engine, fake_gith
     base, head = fake_github.load_compare_case(CASE)
     sessions = sessionmaker(engine)
     with sessions() as session:
-        _breakage_with_range(session, base, head)
+        breakage_with_range(session, base, head)
     fake_github.fail_with_5xx(times=2, status=502, method="POST", path=r"/issues/\d+/comments$")
     result = drain(sessions, _client(fake_github), _cfg())
     assert result.sent == 2
@@ -146,7 +108,7 @@ def test_an_outage_longer_than_the_client_waits_keeps_the_message_for_later(
     base, head = fake_github.load_compare_case(CASE)
     sessions = sessionmaker(engine)
     with sessions() as session:
-        _breakage_with_range(session, base, head)
+        breakage_with_range(session, base, head)
     outage = fake_github.fail_with_5xx(times=1000, status=503, method="POST", path=r"/labels$")
     result = drain(sessions, _client(fake_github), _cfg())
     assert result.retried == 1 and fake_github.comments(REPO, 120969) == []
@@ -165,7 +127,7 @@ def test_a_rejected_token_is_a_clear_error_and_loses_nothing(engine: Engine, fak
     base, head = fake_github.load_compare_case(CASE)
     sessions = sessionmaker(engine)
     with sessions() as session:
-        _breakage_with_range(session, base, head)
+        breakage_with_range(session, base, head)
     result = drain(sessions, _client(fake_github, token="ghp_wrong"), _cfg())
     assert result.sent == 0 and any("rejected the token" in e for e in result.errors)
     with sessions() as session:
@@ -178,7 +140,7 @@ def test_without_a_token_the_report_is_a_dry_run_shown_not_sent(engine: Engine, 
     base, head = fake_github.load_compare_case(CASE)
     sessions = sessionmaker(engine)
     with sessions() as session:
-        _breakage_with_range(session, base, head)
+        breakage_with_range(session, base, head)
     result = drain(sessions, _client(fake_github, token=""), _cfg(can_write=False))
     assert result.sent == 1 and result.dry_run == 1  # the ranking (a read) and the report
     assert fake_github.writes() == []
