@@ -87,6 +87,8 @@ def test_green_red_red_fixed_labels_and_comments_the_culprit_pr_once(
     assert code == 0, err
     assert (doc["range"]["base"], doc["range"]["head"]) == (base, head)
     assert doc["suspects"][0]["pr"] == 120969 and doc["suspects"][0]["reasons"]
+    code, given, err = ootci(env, "culprit", str(red["id"]), "--base-run", str(green["id"]), "--json")
+    assert code == 0 and given["suspects"] == doc["suspects"], err
 
     again = night(22, "c" * 40, ALLOCATOR_H_CONST)
     assert again["code"] == 1

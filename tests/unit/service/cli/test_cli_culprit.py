@@ -1,0 +1,48 @@
+"""`ootci culprit` and `ootci report` as a user meets them: the corpus score, and one
+clear line with exit 2 for what cannot be answered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from service.db import make_engine
+from service.migrate import upgrade
+from service.models import Run, RunState
+from tests.support.helpers import add_backend
+from tests.unit.service.cli.test_cli_errors import ootci
+
+
+def test_corpus_meets_the_accuracy_bar_and_lists_every_case(tmp_path: Path) -> None:
+    proc = ootci(tmp_path, "culprit", "--corpus", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["top1"] >= 0.8 and doc["top3"] == 1.0
+    assert len(doc["cases"]) >= 12
+
+
+def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    db = tmp_path / "home" / "ootci.db"
+    db.parent.mkdir(parents=True)
+    engine = make_engine(f"sqlite:///{db}")
+    upgrade(engine)
+    with Session(engine) as session:
+        ours, theirs = add_backend(session, "ours"), add_backend(session, "theirs")
+        red = Run(backend_id=ours.id, torch_spec="nightly", state=RunState.FAILED)
+        other = Run(backend_id=theirs.id, torch_spec="nightly", state=RunState.PASSED)
+        session.add_all([red, other])
+        session.commit()
+        red_id, other_id = red.id, other.id
+    engine.dispose()
+    for args, said in [
+        (("culprit",), "give a RUN, or --corpus"),
+        (("culprit", "999"), "no run 999"),
+        (("culprit", str(red_id)), f"run {red_id}: no regression range"),
+        (("culprit", str(red_id), "--base-run", str(other_id)), "of another backend"),
+        (("report", "999"), "no breakage 999"),
+    ]:
+        proc = ootci(tmp_path, *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
