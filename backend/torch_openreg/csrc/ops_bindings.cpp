@@ -4,7 +4,7 @@
 
 #include <torch/csrc/utils/pybind.h>
 
-#include "aten/native/KernelConfig.h"
+#include "aten/launch/KernelConfig.h"
 
 namespace py = pybind11;
 

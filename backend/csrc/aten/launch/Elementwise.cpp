@@ -1,4 +1,4 @@
-#include "aten/native/Elementwise.h"
+#include "aten/launch/Elementwise.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>

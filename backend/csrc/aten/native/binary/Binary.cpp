@@ -1,4 +1,4 @@
-#include "aten/native/Binary.h"
+#include "aten/native/binary/Binary.h"
 
 #include "aten/native/OpSupport.h"
 

@@ -1,4 +1,4 @@
-#include "aten/native/BinaryKernels.h"
+#include "aten/native/binary/BinaryKernels.h"
 #include "aten/native/OpSupport.h"
 
 namespace openreg::native {

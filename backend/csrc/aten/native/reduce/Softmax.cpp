@@ -1,7 +1,7 @@
 // softmax / log_softmax and their backward kernels over one dim, on a
 // contiguous [outer, dim, inner] view of the input.
 
-#include "aten/native/Launch.h"
+#include "aten/launch/Launch.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/WrapDimUtils.h>

@@ -1,7 +1,7 @@
 // fill_ and device-to-device copy_ (with dtype conversion, broadcasting and
 // arbitrary strides) as native kernels.
 
-#include "aten/native/Elementwise.h"
+#include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/ops/copy_native.h>

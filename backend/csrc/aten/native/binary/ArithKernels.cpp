@@ -1,5 +1,5 @@
 // [native-kernel]
-#include "aten/native/BinaryKernels.h"
+#include "aten/native/binary/BinaryKernels.h"
 #include "aten/native/OpSupport.h"
 
 #include <cmath>

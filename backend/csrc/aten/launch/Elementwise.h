@@ -11,7 +11,7 @@
 // bulk of a cold build, and the indirect call per row costs nothing next to a
 // row (a contiguous operand is one row).
 
-#include "aten/native/Launch.h"
+#include "aten/launch/Launch.h"
 
 #include <ATen/TensorIterator.h>
 

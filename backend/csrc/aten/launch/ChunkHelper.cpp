@@ -1,6 +1,6 @@
-#include "aten/native/ChunkHelper.h"
+#include "aten/launch/ChunkHelper.h"
 
-#include "aten/native/Spin.h"
+#include "aten/launch/Spin.h"
 
 #include <atomic>
 #include <condition_variable>

@@ -1,4 +1,4 @@
-#include "aten/native/Unary.h"
+#include "aten/native/unary/Unary.h"
 
 #include "aten/native/OpSupport.h"
 

@@ -2,7 +2,7 @@
 // tries the native kernel and otherwise hands the very same call to the CPU
 // fallback, so unsupported dtypes and PyTorch's error cases behave as on CPU.
 
-#include "aten/native/Binary.h"
+#include "aten/native/binary/Binary.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/ops/add_ops.h>

@@ -1,4 +1,4 @@
-#include "aten/native/KernelConfig.h"
+#include "aten/launch/KernelConfig.h"
 
 #include <atomic>
 #include <cstdlib>

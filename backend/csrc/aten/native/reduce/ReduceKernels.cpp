@@ -1,6 +1,6 @@
-#include "aten/native/Reduce.h"
+#include "aten/native/reduce/Reduce.h"
 
-#include "aten/native/Launch.h"
+#include "aten/launch/Launch.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/WrapDimUtilsMulti.h>

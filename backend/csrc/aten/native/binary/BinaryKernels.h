@@ -2,8 +2,8 @@
 
 // Template half of Binary.h, included by the kernel translation units only.
 
-#include "aten/native/Binary.h"
-#include "aten/native/Elementwise.h"
+#include "aten/native/binary/Binary.h"
+#include "aten/launch/Elementwise.h"
 
 namespace openreg::native::detail {
 

@@ -1,7 +1,7 @@
 // Dispatcher registrations of the unary kernels and their backward kernels.
 
 #include "aten/native/OpSupport.h"
-#include "aten/native/Unary.h"
+#include "aten/native/unary/Unary.h"
 
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/gelu_backward_ops.h>

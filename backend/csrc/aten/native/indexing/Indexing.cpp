@@ -1,6 +1,6 @@
 // where and index (gather by one integer index tensor) as native kernels.
 
-#include "aten/native/Elementwise.h"
+#include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"

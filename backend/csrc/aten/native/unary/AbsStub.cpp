@@ -3,7 +3,7 @@
 // and calls abs_stub for the iterator's device type; the kernel registered for
 // PrivateUse1 below then launches on the device.
 
-#include "aten/native/Elementwise.h"
+#include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/native/UnaryOps.h>

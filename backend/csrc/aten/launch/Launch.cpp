@@ -1,8 +1,8 @@
-#include "aten/native/Launch.h"
+#include "aten/launch/Launch.h"
 
-#include "aten/native/ChunkHelper.h"
-#include "aten/native/KernelConfig.h"
-#include "aten/native/Spin.h"
+#include "aten/launch/ChunkHelper.h"
+#include "aten/launch/KernelConfig.h"
+#include "aten/launch/Spin.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"
 

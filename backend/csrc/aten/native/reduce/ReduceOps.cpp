@@ -1,7 +1,7 @@
 // Dispatcher registrations of the reduction kernels.
 
 #include "aten/native/OpSupport.h"
-#include "aten/native/Reduce.h"
+#include "aten/native/reduce/Reduce.h"
 
 #include <ATen/native/Resize.h>
 #include <ATen/ops/amax_ops.h>

@@ -3,7 +3,7 @@
 // inside the kernel on the worker thread over aliases of device memory (no
 // copies, no host round trip).
 
-#include "aten/native/Launch.h"
+#include "aten/launch/Launch.h"
 #include "aten/native/OpSupport.h"
 
 #include <ATen/ExpandUtils.h>

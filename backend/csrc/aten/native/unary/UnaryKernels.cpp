@@ -1,6 +1,6 @@
-#include "aten/native/Elementwise.h"
+#include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
-#include "aten/native/Unary.h"
+#include "aten/native/unary/Unary.h"
 
 #include <cmath>
 #include <type_traits>
