@@ -35,12 +35,20 @@ def _lazy_init() -> None:
             return
         if _is_in_bad_fork():
             raise RuntimeError(
-                "Cannot re-initialize openreg in forked subprocess. To use openreg with "
+                "Cannot re-initialize OpenReg in forked subprocess. To use OpenReg with "
                 "multiprocessing, you must use the 'spawn' start method"
             )
         _C._init()
         _initialized = True
 # [/lazy-init]
+
+
+# [init]
+def init() -> None:
+    """Initialise the runtime now (as torch.cuda.init): torch does it lazily on
+    first use; an explicit call makes a fork()ed child fail early and clearly."""
+    _lazy_init()
+# [/init]
 
 
 def is_available() -> bool:
@@ -151,7 +159,7 @@ __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",
     "default_generators", "default_stream", "device", "device_count", "empty_cache",
     "get_device_name", "get_rng_state", "get_rng_state_all", "host_empty_cache",
-    "host_memory_stats", "initial_seed", "is_available",
+    "host_memory_stats", "init", "initial_seed", "is_available",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
     "memory_stats", "reset_accumulated_memory_stats", "reset_peak_host_memory_stats",
