@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from torch_openreg import _compat  # noqa: F401  (fails early on unsupported torch)
+from torch_openreg import _compile
 from torch_openreg import _C  # noqa: F401  (loads libtorch_openreg and registers kernels)
 from torch_openreg import openreg as _device_module
 
@@ -34,6 +35,7 @@ def _register() -> None:
 
 
 _register()
+_compile.install()
 # [/register]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import threading
 from typing import Any
@@ -98,6 +99,10 @@ class device:
             _C._set_device(self.prev_idx)
 
 
+# torch.cuda's name for the guard Inductor's generated code enters.
+_DeviceGuard = device
+
+
 def synchronize(device: Any = None) -> None:
     _lazy_init()
     _C._synchronize(_device_index(device))
@@ -150,6 +155,26 @@ from torch_openreg.openreg.streams import (  # noqa: E402
     set_stream,
     stream,
 )
+
+# [inductor-attributes]
+# Inductor's backend registration takes the PrivateUse1 device's scheduling and
+# wrapper codegen from these attributes of the device module; resolving them
+# lazily keeps Inductor out of `import torch`.
+_INDUCTOR_ATTRIBUTES = {
+    "Scheduling": ("torch_openreg._compile.inductor", "OpenRegScheduling"),
+    "PythonWrapperCodegen": ("torch_openreg._compile.inductor", "OpenRegPythonWrapperCodegen"),
+    "CppWrapperCodegen": ("torch._inductor.codegen.cpp_wrapper_cpu", "CppWrapperCpu"),
+    "WrapperFxCodegen": ("torch._inductor.codegen.wrapper_fxir", "WrapperFxCodegen"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _INDUCTOR_ATTRIBUTES:
+        module, attribute = _INDUCTOR_ATTRIBUTES[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'torch.openreg' has no attribute {name!r}")
+# [/inductor-attributes]
+
 
 # Autocast support lives with the kernels (ops part); expose it when present.
 if importlib.util.find_spec("torch_openreg.openreg.amp") is not None:

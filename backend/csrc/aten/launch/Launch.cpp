@@ -137,3 +137,12 @@ void parallel_range(int64_t n, int64_t grain,
 }
 
 } // namespace openreg::native
+
+extern "C" int openreg_launch_host_kernel(void (*fn)(void*), void* data) noexcept {
+  try {
+    openreg::native::launch_kernel(openreg::current_device(), [fn, data] { fn(data); });
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}

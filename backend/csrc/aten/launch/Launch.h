@@ -32,3 +32,13 @@ void parallel_range(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t)>& fn);
 
 } // namespace openreg::native
+
+// [host-kernel-launcher]
+// For kernels compiled outside this library (torch.compile's C++ kernels, see
+// torch_openreg/_compile): fn(data) is enqueued on the current stream of the
+// current device and runs there, inside the access gate, like a native
+// kernel. Returns 0, or 1 when the launch failed, in which case fn was not
+// called and data is still the caller's. A plain C entry point, so generated
+// code can call it through a function pointer without torch headers.
+extern "C" int openreg_launch_host_kernel(void (*fn)(void*), void* data) noexcept;
+// [/host-kernel-launcher]
