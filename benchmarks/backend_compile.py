@@ -12,10 +12,9 @@ from __future__ import annotations
 import copy
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
-
 import torch_openreg  # noqa: F401
 
 
@@ -58,8 +57,8 @@ def measure(name: str, model: torch.nn.Module, x: torch.Tensor) -> None:
         compiled = torch.compile(m)
         with torch.no_grad():
             torch.testing.assert_close(compiled(xd).cpu(), model(x), rtol=1e-3, atol=1e-3)
-            results[(device, "eager")] = seconds_per_call(lambda: m(xd), device)
-            results[(device, "compiled")] = seconds_per_call(lambda: compiled(xd), device)
+            results[(device, "eager")] = seconds_per_call(lambda m=m, xd=xd: m(xd), device)
+            results[(device, "compiled")] = seconds_per_call(lambda c=compiled, xd=xd: c(xd), device)
     print(f"{name}: eager cpu {results['cpu', 'eager'] * 1e6:.0f} us, eager openreg "
           f"{results['openreg', 'eager'] * 1e6:.0f} us, compiled cpu {results['cpu', 'compiled'] * 1e6:.0f} us, "
           f"compiled openreg {results['openreg', 'compiled'] * 1e6:.0f} us")

@@ -10,9 +10,8 @@ import pytest
 import torch
 import torch._dynamo
 import torch._dynamo.testing
-from torch._inductor.utils import run_and_get_code
-
 import torch_openreg._C as _C
+from torch._inductor.utils import run_and_get_code
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -38,7 +37,10 @@ def _block() -> torch.nn.Module:
 
 def test_registrations():
     from torch._dynamo.device_interface import get_interface_for_device
-    from torch._inductor.codegen.common import get_wrapper_codegen_for_device, init_backend_registration
+    from torch._inductor.codegen.common import (
+        get_wrapper_codegen_for_device,
+        init_backend_registration,
+    )
 
     assert "openreg" in torch._dynamo.list_backends()
     interface = get_interface_for_device("openreg")

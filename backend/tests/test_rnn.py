@@ -63,7 +63,8 @@ def test_cells_match_cpu_and_use_the_fused_op(cell):
         got = copy.deepcopy(module).openreg()(x.openreg())
     assert fused in {e.name.removeprefix("aten::") for e in prof.events()}
     want = module(x)
-    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,),
+                    strict=True):
         torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-6)
 
 

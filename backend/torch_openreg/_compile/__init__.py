@@ -17,8 +17,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 

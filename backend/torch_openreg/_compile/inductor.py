@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from torch._inductor.codecache import CppPythonBindingsCodeCache
 from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
@@ -50,8 +51,8 @@ class OpenRegKernelBindings(CppPythonBindingsCodeCache):
 
         template <class... A> static void openreg_launch(A... a) {
             if (openreg_launch_host_kernel == nullptr) {
-                const char* addr = std::getenv("%s");
-                if (addr == nullptr) throw std::runtime_error("%s is not set");
+                const char* addr = std::getenv("LAUNCHER_ENV");
+                if (addr == nullptr) throw std::runtime_error("LAUNCHER_ENV is not set");
                 openreg_launch_host_kernel = reinterpret_cast<int (*)(void (*)(void*), void*)>(
                     std::strtoull(addr, nullptr, 10));
             }
@@ -67,8 +68,7 @@ class OpenRegKernelBindings(CppPythonBindingsCodeCache):
             }
         }
         """
-        % (_LAUNCHER_ENV, _LAUNCHER_ENV)
-    ).replace("{", "{{").replace("}", "}}")
+    ).replace("LAUNCHER_ENV", _LAUNCHER_ENV).replace("{", "{{").replace("}", "}}")
 
     @classmethod
     def _load_library_inner(cls, path: str, key: str) -> Any:
@@ -88,7 +88,7 @@ class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
 
     @staticmethod
     def create(is_subgraph: bool, subgraph_name: str | None, parent_wrapper: Any,
-               partition_signatures: Any = None) -> "OpenRegPythonWrapperCodegen":
+               partition_signatures: Any = None) -> OpenRegPythonWrapperCodegen:
         if is_subgraph:
             # Subgraph wrappers (control flow) are Inductor's own class; our
             # kernels still bind through define_kernel below.
