@@ -68,3 +68,63 @@ def test_generic_events_with_timing(device):
     b.record()
     b.synchronize()
     assert a.elapsed_time(b) >= 0
+
+
+def test_device_capability_lists_every_dtype_the_device_allocates():
+    from torch_openreg import _compat
+
+    if not _compat.HAS_DEVICE_CAPABILITY:
+        pytest.skip("torch.accelerator.get_device_capability needs torch >= 2.10")
+    for index in range(torch.openreg.device_count()):
+        dtypes = torch.accelerator.get_device_capability(f"openreg:{index}")["supported_dtypes"]
+        assert {torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.bool,
+                torch.complex64, torch.qint8, torch.quint8} <= set(dtypes)
+        for dtype in (torch.float16, torch.bfloat16, torch.complex64, torch.uint8):
+            t = torch.ones(3, dtype=torch.float32).to(f"openreg:{index}").to(dtype)
+            assert t.dtype == dtype and torch.equal(t.cpu(), torch.ones(3, dtype=dtype))
+    with pytest.raises(RuntimeError, match="device index is out of range"):
+        torch.accelerator.get_device_capability(f"openreg:{torch.openreg.device_count()}")
+
+
+def test_out_of_range_index_is_a_runtime_error_as_on_cuda():
+    count = torch.accelerator.device_count()
+    with pytest.raises(RuntimeError, match="The device index is out of range"):
+        torch.accelerator.set_device_index(count)
+    with pytest.raises(RuntimeError, match="The device index is out of range"):
+        torch.empty(1, device=f"openreg:{count}")
+    assert torch.accelerator.current_device_index() == 0
+
+
+def test_public_init_and_is_initialized(python):
+    r = python("""
+        import torch, torch_openreg
+        before = torch.openreg.is_initialized()
+        torch.openreg.init()
+        torch.openreg.init()   # idempotent
+        print(before, torch.openreg.is_initialized())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True"]
+
+
+def test_init_in_a_forked_child_names_openreg(python):
+    r = python("""
+        import multiprocessing, torch, torch_openreg
+        torch.openreg.init()
+
+        def child(q):
+            try:
+                torch.openreg.init()
+                q.put("no error")
+            except RuntimeError as e:
+                q.put(str(e))
+
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start(); p.join()
+        print(q.get())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert ("Cannot re-initialize OpenReg in forked subprocess. To use OpenReg with "
+            "multiprocessing, you must use the 'spawn' start method") in r.stdout

@@ -143,3 +143,48 @@ def test_grad_scaler_skips_the_step_on_inf_and_backs_off():
     for p, old in zip(model.parameters(), before):
         assert torch.equal(p.detach().cpu(), old)
     assert scaler.get_scale() == 2.0**9
+
+
+# cuDNN's own ops exist only for CUDA; every other op CUDA autocasts from
+# ATen's shared lists, openreg does. torch 2.14 registers linalg_matrix_sqrth
+# for CUDA outside those lists; it is not mirrored (its policy is not exported).
+_NOT_MIRRORED = {"aten::linalg_matrix_sqrth"}
+
+
+def _cuda_only(op: str) -> bool:
+    return "cudnn" in op or "miopen" in op or op in _NOT_MIRRORED
+
+
+def test_policy_covers_every_op_cuda_autocasts():
+    cuda = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastCUDA"))
+    openreg = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastPrivateUse1"))
+    missing = {op for op in cuda - openreg if not _cuda_only(op)}
+    assert not missing, f"autocast on CUDA but not on openreg: {sorted(missing)}"
+    assert "aten::asin" in openreg and "aten::conv2d" in openreg
+
+
+@pytest.mark.parametrize("dtype", LOWER)
+def test_cuda_policies_apply_on_openreg(dtype):
+    x = torch.rand(2, 4, device="openreg").to(dtype)
+    y = torch.rand(2, 4, device="openreg")  # float32
+    with torch.autocast("openreg", dtype=dtype):
+        assert torch.asin(x).dtype == torch.float32  # fp32
+        assert torch.nn.functional.layer_norm(x, (4,)).dtype == torch.float32
+        assert torch.norm(x).dtype == torch.float32  # fp32_append_dtype
+        assert torch.cumsum(x, 0).dtype == torch.float32  # fp32_set_opt_dtype
+        assert torch.atan2(x, y).dtype == torch.float32  # promote to the widest
+        assert torch.baddbmm(y[None], y[None], torch.eye(4, device="openreg")[None]).dtype == dtype  # lower_precision_fp
+    torch.testing.assert_close(torch.asin(x.float()).cpu(), torch.asin(x.float().cpu()))
+
+
+def test_binary_cross_entropy_is_banned_under_autocast_as_on_cuda():
+    p = torch.rand(3, device="openreg")
+    t = torch.rand(3, device="openreg")
+    with torch.autocast("openreg", dtype=torch.float16):
+        with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast"):
+            torch.nn.functional.binary_cross_entropy(p, t)
+        logits = torch.nn.functional.binary_cross_entropy_with_logits(p, t)
+    assert logits.dtype == torch.float32
+    # Outside autocast the op is allowed and matches CPU.
+    torch.testing.assert_close(torch.nn.functional.binary_cross_entropy(p, t).cpu(),
+                               torch.nn.functional.binary_cross_entropy(p.cpu(), t.cpu()))

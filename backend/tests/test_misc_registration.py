@@ -108,7 +108,7 @@ def test_forked_child_gets_reinit_error(python):
                 torch.ones(1, device="openreg")
                 os._exit(3)
             except RuntimeError as e:
-                ok = "Cannot re-initialize openreg in forked subprocess" in str(e)
+                ok = "Cannot re-initialize OpenReg in forked subprocess" in str(e)
                 os._exit(0 if ok else 4)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))

@@ -87,3 +87,28 @@ def test_default_generator_and_distribution_ops(device):
     d = torch.nn.functional.dropout(torch.ones(10000, device=device), p=0.5).cpu()
     assert 0.4 < (d == 0).float().mean() < 0.6
     assert torch.openreg.default_generators[0].device == device
+
+
+def test_generator_offset_selects_a_reproducible_substream(device):
+    g = torch.Generator(device).manual_seed(7)
+    assert g.get_offset() == 0
+    base = torch.randn(8, device=device, generator=g).cpu()
+    g.set_offset(64)
+    assert g.get_offset() == 64 and g.initial_seed() == 7
+    at_64 = torch.randn(8, device=device, generator=g).cpu()
+    assert not torch.equal(base, at_64)
+    g.set_offset(64)
+    torch.testing.assert_close(torch.randn(8, device=device, generator=g).cpu(), at_64)
+    g.set_offset(0)  # the seed's own stream again
+    torch.testing.assert_close(torch.randn(8, device=device, generator=g).cpu(), base)
+    g.manual_seed(7)  # seeding starts over at offset 0
+    assert g.get_offset() == 0
+
+
+def test_generator_offset_survives_clone_state(device):
+    g = torch.Generator(device).manual_seed(3)
+    g.set_offset(12)
+    c = g.clone_state()
+    assert c.get_offset() == 12 and c.initial_seed() == 3
+    torch.testing.assert_close(torch.rand(4, device=device, generator=c).cpu(),
+                               torch.rand(4, device=device, generator=g).cpu())

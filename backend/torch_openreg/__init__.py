@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import torch
 
-from torch_openreg import _compat  # noqa: F401  (fails early on unsupported torch)
+# Order matters: _compat refuses an unsupported torch before _C loads against it.
+from torch_openreg import _compat  # noqa: F401, I001  (fails early on unsupported torch)
 from torch_openreg import _C  # noqa: F401  (loads libtorch_openreg and registers kernels)
+from torch_openreg import _compile
 from torch_openreg import openreg as _device_module
 
 _BACKEND = "openreg"
@@ -34,6 +36,7 @@ def _register() -> None:
 
 
 _register()
+_compile.install()
 # [/register]
 
 

@@ -29,3 +29,8 @@ if TORCH_VERSION < MIN_SUPPORTED:
 # through DeviceGuardImplInterface::getStreamNativeHandle (PR #171040).
 # CAN REMOVE when MIN_SUPPORTED >= 2.11.
 HAS_STREAM_NATIVE_HANDLE = TORCH_VERSION >= (2, 11)
+
+# COMPAT(>= 2.10): torch.accelerator.get_device_capability, answered by
+# DeviceGuardImplInterface::getDeviceCapability (PR #165631).
+# CAN REMOVE when MIN_SUPPORTED >= 2.10.
+HAS_DEVICE_CAPABILITY = TORCH_VERSION >= (2, 10)

@@ -16,7 +16,7 @@ void mark_child_after_fork() {
 }
 
 constexpr const char* kBadForkMessage =
-    "Cannot re-initialize openreg in forked subprocess. To use openreg with "
+    "Cannot re-initialize OpenReg in forked subprocess. To use OpenReg with "
     "multiprocessing, you must use the 'spawn' start method";
 } // namespace
 
@@ -42,10 +42,12 @@ c10::DeviceIndex device_count() noexcept {
 
 void check_device_index(c10::DeviceIndex device) {
   const auto count = device_count();
-  TORCH_CHECK_INDEX(
+  // RuntimeError with the wording torch.accelerator documents for every
+  // backend (CUDA raises a RuntimeError here too, not an IndexError).
+  TORCH_CHECK(
       device >= 0 && device < count,
-      "openreg: device index ", static_cast<int>(device),
-      " is out of range (", static_cast<int>(count), " openreg device(s) available)");
+      "The device index is out of range. It must be in [0, ", static_cast<int>(count),
+      "), but got ", static_cast<int>(device), " (openreg)");
 }
 
 c10::DeviceIndex current_device() {

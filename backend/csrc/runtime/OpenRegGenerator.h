@@ -29,7 +29,13 @@ class OpenRegGeneratorImpl final : public c10::GeneratorImpl {
 
  private:
   OpenRegGeneratorImpl* clone_impl() const override;
+  static uint64_t substream_seed(uint64_t seed, uint64_t offset);
+
   c10::intrusive_ptr<at::CPUGeneratorImpl> cpu_;
+  // Guarded by cpu_->mutex_. The engine's own seed differs from seed_ while
+  // offset_ != 0 (see set_offset).
+  uint64_t seed_;
+  uint64_t offset_ = 0;
 };
 
 const at::Generator& default_generator(c10::DeviceIndex device = -1);

@@ -91,6 +91,18 @@ void* OpenRegGuardImpl::getStreamNativeHandle(const c10::Stream s) const {
 }
 #endif
 
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+// COMPAT(>= 2.10): see OpenRegGuard.h (PR #165631). CAN REMOVE the #if when MIN_SUPPORTED >= 2.10.
+// [device-capability]
+// Every dtype CPU has: device memory is host memory, so any dtype allocates
+// and converts (ops without a native kernel take the CPU fallback).
+c10::DeviceCapability OpenRegGuardImpl::getDeviceCapability(c10::Device d) const {
+  check_device_index(d.index());
+  return c10::DeviceCapability();
+}
+// [/device-capability]
+#endif
+
 bool OpenRegGuardImpl::queryStream(const c10::Stream& stream) const {
   return OpenRegStream(stream).query();
 }

@@ -31,6 +31,12 @@ struct OpenRegGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   // CAN REMOVE the #if when MIN_SUPPORTED >= 2.11.
   void* getStreamNativeHandle(const c10::Stream s) const override;
 #endif
+#if OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+  // COMPAT(>= 2.10): DeviceGuardImplInterface::getDeviceCapability, behind
+  // torch.accelerator.get_device_capability (PR #165631).
+  // CAN REMOVE the #if when MIN_SUPPORTED >= 2.10.
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override;
+#endif
   bool queryStream(const c10::Stream& stream) const override;
   void synchronizeStream(const c10::Stream& stream) const override;
   void synchronizeDevice(const c10::DeviceIndex device_index) const override;

@@ -85,6 +85,10 @@ void init_bindings(py::module_& m) {
   m.def("_get_current_stream", [](c10::DeviceIndex d) {
     return pack_stream(openreg::getCurrentStream(resolve(d)).unwrap());
   });
+  // The raw orStream_t of the current stream (Dynamo's get_raw_stream).
+  m.def("_get_raw_stream", [](c10::DeviceIndex d) {
+    return reinterpret_cast<uintptr_t>(openreg::getCurrentRawStream(resolve(d)));
+  });
   m.def("_get_default_stream", [](c10::DeviceIndex d) {
     return pack_stream(openreg::getDefaultStream(resolve(d)).unwrap());
   });

@@ -4,7 +4,10 @@
 
 #include <torch/csrc/utils/pybind.h>
 
-#include "aten/native/KernelConfig.h"
+#include "aten/launch/KernelConfig.h"
+#include "aten/launch/Launch.h"
+
+#include <cstdint>
 
 namespace py = pybind11;
 
@@ -21,4 +24,6 @@ void openreg_init_ops_bindings(PyObject* module) {
     return out;
   });
   m.def("_reset_kernel_counters", &openreg::native::reset_kernel_counters);
+  // Address of openreg_launch_host_kernel, handed to torch.compile's kernels.
+  m.def("_host_kernel_launcher", [] { return reinterpret_cast<uintptr_t>(&openreg_launch_host_kernel); });
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import threading
 from typing import Any
@@ -35,12 +36,20 @@ def _lazy_init() -> None:
             return
         if _is_in_bad_fork():
             raise RuntimeError(
-                "Cannot re-initialize openreg in forked subprocess. To use openreg with "
+                "Cannot re-initialize OpenReg in forked subprocess. To use OpenReg with "
                 "multiprocessing, you must use the 'spawn' start method"
             )
         _C._init()
         _initialized = True
 # [/lazy-init]
+
+
+# [init]
+def init() -> None:
+    """Initialise the runtime now (as torch.cuda.init): torch does it lazily on
+    first use; an explicit call makes a fork()ed child fail early and clearly."""
+    _lazy_init()
+# [/init]
 
 
 def is_available() -> bool:
@@ -88,6 +97,10 @@ class device:
     def __exit__(self, *exc: object) -> None:
         if self.idx >= 0:
             _C._set_device(self.prev_idx)
+
+
+# torch.cuda's name for the guard Inductor's generated code enters.
+_DeviceGuard = device
 
 
 def synchronize(device: Any = None) -> None:
@@ -143,6 +156,26 @@ from torch_openreg.openreg.streams import (  # noqa: E402
     stream,
 )
 
+# [inductor-attributes]
+# Inductor's backend registration takes the PrivateUse1 device's scheduling and
+# wrapper codegen from these attributes of the device module; resolving them
+# lazily keeps Inductor out of `import torch`.
+_INDUCTOR_ATTRIBUTES = {
+    "Scheduling": ("torch_openreg._compile.inductor", "OpenRegScheduling"),
+    "PythonWrapperCodegen": ("torch_openreg._compile.inductor", "OpenRegPythonWrapperCodegen"),
+    "CppWrapperCodegen": ("torch._inductor.codegen.cpp_wrapper_cpu", "CppWrapperCpu"),
+    "WrapperFxCodegen": ("torch._inductor.codegen.wrapper_fxir", "WrapperFxCodegen"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _INDUCTOR_ATTRIBUTES:
+        module, attribute = _INDUCTOR_ATTRIBUTES[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'torch.openreg' has no attribute {name!r}")
+# [/inductor-attributes]
+
+
 # Autocast support lives with the kernels (ops part); expose it when present.
 if importlib.util.find_spec("torch_openreg.openreg.amp") is not None:
     from torch_openreg.openreg import amp  # noqa: E402,F401
@@ -151,7 +184,7 @@ __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",
     "default_generators", "default_stream", "device", "device_count", "empty_cache",
     "get_device_name", "get_rng_state", "get_rng_state_all", "host_empty_cache",
-    "host_memory_stats", "initial_seed", "is_available",
+    "host_memory_stats", "init", "initial_seed", "is_available",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
     "memory_stats", "reset_accumulated_memory_stats", "reset_peak_host_memory_stats",

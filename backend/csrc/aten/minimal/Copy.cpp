@@ -10,6 +10,8 @@
 #include <ATen/ops/from_blob.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <vector>
+
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegHostAllocator.h"
 #include "runtime/OpenRegLaunch.h"
@@ -19,11 +21,24 @@ namespace openreg::minimal {
 
 namespace {
 
-// A CPU tensor aliasing device memory: only valid inside a kernel.
-at::Tensor alias_as_cpu(const at::Tensor& t) {
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(),
-                       t.options().device(c10::DeviceType::CPU));
-}
+// What a kernel needs to alias device memory as a CPU tensor: plain values.
+// A kernel must not capture the Tensor itself: dropping the last reference on
+// the stream's worker may decref its Python object, which takes the GIL,
+// while the host thread holds the GIL waiting for that stream.
+struct DeviceView {
+  void* data;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  c10::ScalarType dtype;
+
+  explicit DeviceView(const at::Tensor& t)
+      : data(t.data_ptr()), sizes(t.sizes().vec()), strides(t.strides().vec()), dtype(t.scalar_type()) {}
+
+  // A CPU tensor aliasing the device memory: only valid inside a kernel.
+  at::Tensor alias_as_cpu() const {
+    return at::from_blob(data, sizes, strides, at::TensorOptions().dtype(dtype).device(c10::DeviceType::CPU));
+  }
+};
 
 bool memcpy_compatible(const at::Tensor& a, const at::Tensor& b) {
   return a.dtype() == b.dtype() && a.sizes() == b.sizes() && a.is_contiguous() &&
@@ -47,8 +62,8 @@ void finish_host_copy(const at::Tensor& host, orStream_t stream, c10::DeviceInde
 // CPU copy_ run inside a kernel on aliases of the device memory.
 void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   const auto device = dst.device().index();
-  launch_kernel(getCurrentRawStream(device), [dst, src] {
-    alias_as_cpu(dst).copy_(alias_as_cpu(src));
+  launch_kernel(getCurrentRawStream(device), [dst = DeviceView(dst), src = DeviceView(src)] {
+    dst.alias_as_cpu().copy_(src.alias_as_cpu());
   });
 }
 // [/device-copy]

@@ -3,7 +3,7 @@
 // Host-side helpers shared by the native kernels: which tensors the kernels
 // take, how an op falls back to the CPU, and the dtype dispatch they share.
 
-#include "aten/native/KernelConfig.h"
+#include "aten/launch/KernelConfig.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
