@@ -1,0 +1,27 @@
+"""reproducible torch: the artifact each torch build was installed from; weekly pin reports
+
+Revision ID: 0005
+Revises: 0004
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("torch_builds") as batch:
+        batch.add_column(sa.Column("artifact_url", sa.String(2000), nullable=True))
+        batch.add_column(sa.Column("artifact_sha256", sa.String(64), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("torch_builds") as batch:
+        batch.drop_column("artifact_sha256")
+        batch.drop_column("artifact_url")
