@@ -21,11 +21,14 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from service.models import Run, TorchBuild
+from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.resolve import parse_spec, resolve, wheel_git_version
 from workers.pipeline.types import SpecError
+
+pytest_plugins = ["tests.support.github_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Three nights; the middle one is the one the specs below pin.
@@ -203,3 +206,29 @@ def test_a_wheel_url_that_404s_is_the_specs_fault_and_a_changed_wheel_is_refused
         assert ok.sha256 == shas[PINNED_VERSION]
         with pytest.raises(SpecError, match="expected " + "0" * 64):
             do_resolve(replace(pinned, sha256="0" * 64), tmp_path / "c2", log)
+
+
+def test_with_a_token_the_commit_date_comes_from_github_and_bounds_the_search(
+    tmp_path: Path, nightly: tuple[NightlyIndex, dict[str, str]], fake_github: FakeGitHub
+) -> None:
+    from service.config import Settings
+    from workers.pipeline.commit_dates import commit_date
+
+    fake_github.add_commit("pytorch/pytorch", {
+        "sha": PINNED_SHA, "parents": [],
+        "commit": {"message": "x", "committer": {"name": "a", "date": "2026-11-20T22:10:00Z"}},
+    })
+    settings = Settings(home=tmp_path, github_api_url=fake_github.url,
+                        github_token=fake_github.token, github_max_retries=0)
+    with LogSink(tmp_path / "log") as log:
+        date = commit_date(settings, PINNED_SHA, log)
+        assert date is not None and date.isoformat() == "2026-11-20"
+        # A sha GitHub does not know: no date, and the bounded scan is used instead.
+        assert commit_date(settings, "9" * 40, log) is None
+    index, shas = nightly
+    artifact = _resolve(f"commit:{PINNED_SHA}", index.url, tmp_path, commit_date=date)
+    assert artifact.sha256 == shas[PINNED_VERSION]
+    # Nights are opened oldest first from the commit date: the 24th's wheel never was.
+    opened = (tmp_path / "log").read_text()
+    assert "2.14.0.dev20261120+cpu was built from" in opened
+    assert "2.14.0.dev20261124+cpu was built from" not in opened

@@ -43,6 +43,7 @@ from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
+from workers.pipeline.commit_dates import commit_date
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
 from workers.pipeline.procs import child_env
@@ -292,7 +293,8 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
         )
         if spec.kind is SourceKind.RUN:
             spec = _pinned_to_recorded_wheel(ctx, spec, sink)
-        env = provision(spec, settings.resolved_cache_dir, sink)
+        committed = commit_date(settings, spec.commit, sink) if spec.kind is SourceKind.COMMIT else None
+        env = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed)
         sink.write(f"ootci: torch {env.version} ({env.git_version}) at {env.torch_dir}\n")
         with session_scope(ctx.engine) as s:
             tb = collect.upsert_torch_build(s, env)
