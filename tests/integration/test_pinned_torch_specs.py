@@ -232,3 +232,19 @@ def test_with_a_token_the_commit_date_comes_from_github_and_bounds_the_search(
     opened = (tmp_path / "log").read_text()
     assert "2.14.0.dev20261120+cpu was built from" in opened
     assert "2.14.0.dev20261124+cpu was built from" not in opened
+
+
+def test_a_wheel_url_that_404s_is_one_line_and_exit_2_from_the_cli(
+    tmp_path: Path, http_root: tuple[Path, str], nightly: tuple[NightlyIndex, dict[str, str]]
+) -> None:
+    _, url = http_root
+    index, _ = nightly
+    backend = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": SUITE})
+    home = tmp_path / "home"
+    code, _, out = ootci(home, index.url, "run", "--torch",
+                         f"wheel:{url}/torch-2.14.0-py3-none-any.whl", "--backend", str(backend))
+    assert code == 2, out
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "HTTP 404" in errors[0], out
+    code, runs, out = ootci(home, index.url, "runs", "--json")
+    assert code == 0 and runs["total"] == 0, out
