@@ -138,6 +138,13 @@ class Settings(BaseSettings):
     trigger_label: str = "ciflow/oot"
     watched_upstream_repo: str = "pytorch/pytorch"
     watched_upstream_branch: str = "main"
+    # Where upstream publishes a PR's torch wheel, for PR-triggered runs ({sha}: the head
+    # sha, {pr}: the number); empty: only a relay payload's wheel_url can start a PR run.
+    pr_wheel_url_template: str = ""
+    pr_wheel_wait_s: int = Field(
+        6 * 3600, ge=60,
+        description="How long a PR run waits for its upstream build before it expires.",
+    )
 
     # GitHub reporting (labels/comments on the culprit PR).
     github_token: SecretStr = SecretStr("")

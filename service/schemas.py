@@ -16,6 +16,7 @@ from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
 from service.queries.outbox import messages_for
+from service.queries.pin_reports import reports as pin_report_rows
 
 # Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
 TOTAL_CAP = 10_000
@@ -351,3 +352,35 @@ def breakage_culprits(session: Session, breakage: Breakage, repo: str) -> Culpri
         note=breakage.culprits_note,
         reports=[report_out(m) for m in messages_for(session, breakage, repo)],
     )
+
+
+class PinReportOut(BaseModel):
+    """One stored weekly pin report (``GET /api/pins/reports``, ``ootci pins report --json``)."""
+
+    backend: str
+    week: dt.date
+    generated_at: dt.datetime
+    current_pin: str | None
+    current_version: str | None
+    green_spec: str | None = Field(description="The newest build passed on, as a reproducible spec")
+    green_version: str | None
+    green_git_version: str | None
+    green_run_id: int | None
+    action: str = Field(description="bump | hold")
+    proposed_spec: str | None
+    reason: str
+    breakages: list[dict[str, Any]]
+    bump_pr: dict[str, Any]
+
+
+def pin_report_list(session: Session, *, weeks: int = 4, backend: str | None = None) -> list[PinReportOut]:
+    return [
+        PinReportOut(
+            backend=name, week=r.week, generated_at=r.generated_at, current_pin=r.current_pin,
+            current_version=r.current_version, green_spec=r.green_spec,
+            green_version=r.green_version, green_git_version=r.green_git_version,
+            green_run_id=r.green_run_id, action=r.action, proposed_spec=r.proposed_spec,
+            reason=r.reason, breakages=list(r.breakages or []), bump_pr=dict(r.bump_pr or {}),
+        )
+        for r, name in pin_report_rows(session, weeks=weeks, backend=backend)
+    ]

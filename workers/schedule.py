@@ -13,6 +13,7 @@ from service.config import Settings
 SWEEP_EVERY_S = 300
 # Reports delayed by a GitHub outage or a rate limit go out at most this late after it ends.
 DRAIN_OUTBOX_EVERY_S = 120
+PR_CHECK_WAITING_EVERY_S = 120
 # A queued run older than this probably lost its message (a publish that failed after the
 # commit): send it again. Duplicates are harmless, the claim lets only one through.
 QUEUED_STALE_AFTER_S = 1800
@@ -40,7 +41,7 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
         },
         # The newest torch build each backend is green on: the pin-bump proposal's input.
         "weekly-pin-report": {
-            "task": "ootci.weekly.pin_report",
+            "task": "ootci.weekly.pin_reports",
             "schedule": cron(settings.weekly_cron),
             "options": {"expires": 24 * 3600},
         },
@@ -50,6 +51,13 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": "ootci.sweep.stale",
             "schedule": float(SWEEP_EVERY_S),
             "options": {"expires": SWEEP_EVERY_S},
+        },
+        # PR runs waiting for their upstream build: queued once the wheel exists, expired
+        # after OOTCI_PR_WHEEL_WAIT_S.
+        "pr-check-waiting": {
+            "task": "ootci.pr.check_waiting",
+            "schedule": float(PR_CHECK_WAITING_EVERY_S),
+            "options": {"expires": PR_CHECK_WAITING_EVERY_S},
         },
         # Send what ootci owes GitHub: runs trigger a drain as they finish; this one picks
         # up what waited for an outage, a rate limit or a fixed token.

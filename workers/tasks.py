@@ -23,7 +23,6 @@ from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
 from service.github.reporter import drain_with_settings
 from service.models import Backend, Run, RunState
-from service.queries.pins import newest_green_builds
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
 from workers.schedule import QUEUED_STALE_AFTER_S
@@ -155,32 +154,6 @@ def nightly_schedule(night: str | None = None) -> list[int]:
     dispatch(run_ids)
     log.info("nightly %s: queued %d run(s)", day, len(run_ids))
     return run_ids
-
-
-@app.task(name="ootci.weekly.pin_report")  # type: ignore[untyped-decorator]
-def pin_report() -> dict[str, Any]:
-    """Per backend, the newest torch build it passed on, next to the configured pins."""
-    settings = get_settings()
-    with Session(_engine()) as session:
-        green = newest_green_builds(session)
-    report = {
-        "generated_at": dt.datetime.now(dt.UTC).isoformat(),
-        "pins": list(settings.pins),
-        "backends": [
-            {
-                "backend": g.backend,
-                "newest_green": g.version,
-                "git_version": g.git_version,
-                "spec": g.spec,
-                "run_id": g.run_id,
-                "is_pinned": g.spec in settings.pins,
-            }
-            for g in green
-        ],
-    }
-    for entry in report["backends"]:
-        log.info("pin report: %(backend)s is green on %(newest_green)s (run %(run_id)s)", entry)
-    return report
 
 
 @app.task(name="ootci.classify.rerun")  # type: ignore[untyped-decorator]

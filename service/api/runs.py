@@ -12,9 +12,10 @@ from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_run, plan_rerun
-from service.domain.torch_spec import TorchSpecError, parse_spec
+from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
+from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from service.schemas import (
     Problem,
     RunCreated,
@@ -151,12 +152,14 @@ def trigger_run(
             f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
         )
     try:
-        parse_spec(
+        spec = parse_spec(
             body.torch,
             nightly_index_url=ctx.settings.nightly_index_url,
             pip_index_url=ctx.settings.pip_index_url,
         )
-    except TorchSpecError as exc:
+        if spec.kind == SourceKind.RUN:
+            recorded_torch(session, spec.run_id)  # a run: spec must name a recorded wheel
+    except (TorchSpecError, NoRecordedTorch) as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
     session.commit()

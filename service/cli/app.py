@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import corpus, culprit, ops, runs
+from service.cli import corpus, culprit, ops, pins, runs
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -28,6 +28,7 @@ app.command(context_settings=EXTRA_ARGS)(ops.worker)
 app.command(context_settings=EXTRA_ARGS)(ops.beat)
 app.add_typer(corpus.mutants_app, name="mutants")
 app.command("corpus")(corpus.corpus)
+app.add_typer(pins.pins_app, name="pins")
 
 
 def main() -> None:

@@ -41,7 +41,8 @@ def run(
     torch: Annotated[
         list[str] | None,
         typer.Option("--torch", "-t", help="Torch spec (repeatable): installed, pip:REQ, "
-                     "wheel:PATH|URL, path:DIR, nightly. Default: OOTCI_DEFAULT_TORCH."),
+                     "wheel:PATH|URL, path:DIR, nightly, nightly:YYYY-MM-DD, commit:SHA, "
+                     "run:ID. Default: OOTCI_DEFAULT_TORCH."),
     ] = None,
     backend: Annotated[
         Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
@@ -52,7 +53,7 @@ def run(
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
     from service.commands.runs import create_run, get_or_create_backend
     from service.db import session_scope
-    from service.domain.torch_spec import TorchSpecError, parse_spec
+    from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
     from service.models import Run, RunState
     from service.schemas import run_detail
     from workers.pipeline.recipe import load_recipe
@@ -62,13 +63,16 @@ def run(
     specs = torch or [settings.default_torch]
     # Validate everything the user typed before writing a single row.
     try:
-        for spec in specs:
+        parsed = [
             parse_spec(spec, nightly_index_url=settings.nightly_index_url,
                        pip_index_url=settings.pip_index_url)
+            for spec in specs
+        ]
         recipe = load_recipe(backend.resolve())
     except (TorchSpecError, UsageError) as exc:
         die(str(exc))
     engine = migrated_engine(settings)
+    _check_recorded_runs(engine, [p.run_id for p in parsed if p.kind == SourceKind.RUN])
 
     with session_scope(engine) as s:
         be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
@@ -101,6 +105,19 @@ def run(
     else:
         _print_results(results)
     raise typer.Exit(code)
+
+
+def _check_recorded_runs(engine: Engine, run_ids: list[int]) -> None:
+    """A ``run:<id>`` must name a run that recorded its wheel: said now, before any row."""
+    from service.db import session_scope
+    from service.queries.torch_builds import NoRecordedTorch, recorded_torch
+
+    with session_scope(engine) as s:
+        for run_id in run_ids:
+            try:
+                recorded_torch(s, run_id)
+            except NoRecordedTorch as exc:
+                die(str(exc))
 
 
 def rerun(

@@ -41,14 +41,19 @@ def create_run(
     trigger: str,
     trigger_info: dict[str, Any] | None = None,
     backend_sha: str | None = None,
+    waiting_for: str | None = None,
+    dedupe_key: str | None = None,
 ) -> Run:
+    """A queued run, or with ``waiting_for`` (why) a waiting one no worker claims yet."""
     run = Run(
         backend_id=backend.id,
         torch_spec=torch_spec,
         trigger=trigger,
         trigger_info=trigger_info or {},
         backend_sha=backend_sha,
-        state=RunState.QUEUED,
+        state=RunState.WAITING if waiting_for else RunState.QUEUED,
+        error=waiting_for,
+        dedupe_key=dedupe_key,
     )
     session.add(run)
     session.flush()
@@ -63,6 +68,9 @@ class RunRequestSpec:
     torch_spec: str
     trigger_info: dict[str, Any] = field(default_factory=dict)
     backend_sha: str | None = None
+    # Made waiting, with this reason (a PR's wheel not published yet), instead of queued.
+    waiting_for: str | None = None
+    dedupe_key: str | None = None
 
 
 def create_runs(session: Session, requests: Iterable[RunRequestSpec], *, trigger: str) -> list[int]:
@@ -75,6 +83,8 @@ def create_runs(session: Session, requests: Iterable[RunRequestSpec], *, trigger
             trigger=trigger,
             trigger_info=r.trigger_info,
             backend_sha=r.backend_sha,
+            waiting_for=r.waiting_for,
+            dedupe_key=r.dedupe_key,
         ).id
         for r in requests
     ]

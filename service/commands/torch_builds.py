@@ -40,3 +40,12 @@ def record_torch_build(
     row.python = python
     session.flush()
     return row
+
+
+def record_artifact(build: TorchBuild, url: str, sha256: str) -> None:
+    """The wheel this build was installed from. A nightly's spec row is shared by the
+    nights that resolved to the same version, and they all installed the same wheel; the
+    latest answer wins for the rare index that re-published a version."""
+    if url:
+        build.artifact_url = url
+        build.artifact_sha256 = sha256 or None

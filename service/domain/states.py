@@ -16,13 +16,16 @@ class RunState(enum.StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     ERRORED = "errored"  # ootci or the infrastructure failed, not the backend
+    # A PR run whose upstream build (the PR's own wheel) is not published yet: nothing is
+    # claimed or tested until it is; it expires (errored) if it never comes.
+    WAITING = "waiting"
 
     # Class-body names are the plain values here: these are sets of the values, which
     # compare equal to the members and go straight into SQL ``IN``.
     FINISHED = enum.nonmember(frozenset({PASSED, FAILED, ERRORED}))
     # Finished with something to say about the backend (an errored run was ootci's trouble).
     CONCLUSIVE = enum.nonmember(frozenset({PASSED, FAILED}))
-    ACTIVE = enum.nonmember(frozenset({QUEUED, RUNNING}))
+    ACTIVE = enum.nonmember(frozenset({QUEUED, RUNNING, WAITING}))
 
     @property
     def finished(self) -> bool:

@@ -8,6 +8,12 @@ CLI and the API to refuse a bad spec before a run exists, and by the pipeline to
 - ``wheel:<path|url>``          one torch wheel file
 - ``path:<dir>``                ``<dir>/torch`` put first on PYTHONPATH (patched overlays)
 - ``nightly``                   the newest torch on the nightly index that fits this Python
+- ``nightly:YYYY-MM-DD``        the nightly of that date (nightly versions carry it: ``.devYYYYMMDD``)
+- ``commit:<sha>``              the nightly built from that upstream commit (its ``git_version``)
+- ``run:<id>``                  exactly the wheel run ``<id>`` was provisioned with (its URL and sha256)
+
+``nightly`` is a moving target; the other forms pin upstream and reproduce the same wheel
+every time they are resolved (``run:`` through the artifact the run recorded).
 
 Parsing checks the form only: whether the requirement resolves, the wheel exists or the dir
 holds a torch is the pipeline's to find out (``workers/pipeline/resolve.py``).
@@ -15,7 +21,9 @@ holds a torch is the pipeline's to find out (``workers/pipeline/resolve.py``).
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import re
 import urllib.parse
 from dataclasses import dataclass
 
@@ -32,7 +40,12 @@ SPEC_FORMS = (
     "wheel:<path|url>",
     "path:<dir>",
     "nightly",
+    "nightly:YYYY-MM-DD",
+    "commit:<sha>",
+    "run:<id>",
 )
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class SourceKind(enum.StrEnum):
@@ -43,6 +56,8 @@ class SourceKind(enum.StrEnum):
     WHEEL = "wheel"
     PATH = "path"
     NIGHTLY = "nightly"
+    COMMIT = "commit"
+    RUN = "run"
 
 
 class TorchSpecError(ValueError):
@@ -56,6 +71,19 @@ class TorchSpec:
     requirement: str = ""  # pip: the PEP 508 requirement
     index_url: str = ""  # pip: the index to resolve torch on; nightly: the nightly index
     location: str = ""  # wheel: path or URL; path: the overlay dir
+    nightly_date: dt.date | None = None  # nightly:DATE
+    commit: str = ""  # commit: the upstream sha (lower case, 7 to 40 hex digits)
+    run_id: int = 0  # run: the run whose torch is reused
+    # wheel: the sha256 the file must have (a run: spec pinned to its recorded artifact).
+    sha256: str = ""
+
+    @property
+    def pins_upstream(self) -> bool:
+        """True when resolving the spec again gives the same torch (everything but the
+        moving ``nightly`` and the machine's ``installed``)."""
+        if self.kind is SourceKind.NIGHTLY:
+            return self.nightly_date is not None
+        return self.kind is not SourceKind.INSTALLED
 
 
 def is_url(text: str) -> bool:
@@ -70,6 +98,26 @@ def _check_index(url: str, spec: str) -> str:
     return url.rstrip("/")
 
 
+def _parse_date(text: str, spec: str) -> dt.date:
+    if not _DATE.fullmatch(text):
+        raise TorchSpecError(f"torch spec {spec!r}: nightly: takes a date, YYYY-MM-DD")
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise TorchSpecError(f"torch spec {spec!r}: {exc}") from None
+
+
+def nightly_date_of(version: str) -> dt.date | None:
+    """The date a nightly version carries (``2.14.0.dev20261120+cpu`` -> 2026-11-20)."""
+    match = re.search(r"\.dev(\d{8})(?:\D|$)", version)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime(match.group(1), "%Y%m%d").date()
+    except ValueError:
+        return None
+
+
 def parse_spec(
     text: str, *, nightly_index_url: str = DEFAULT_NIGHTLY_INDEX, pip_index_url: str = ""
 ) -> TorchSpec:
@@ -80,6 +128,27 @@ def parse_spec(
         raise TorchSpecError(f"empty torch spec: {expected}")
     kind, colon, rest = text.partition(":")
     rest = rest.strip()
+    if kind == SourceKind.NIGHTLY and colon:
+        return TorchSpec(
+            text,
+            SourceKind.NIGHTLY,
+            "torch",
+            _check_index(nightly_index_url, text),
+            nightly_date=_parse_date(rest, text),
+        )
+    if kind == SourceKind.COMMIT:
+        sha = rest.lower()
+        if not _SHA.fullmatch(sha):
+            raise TorchSpecError(
+                f"torch spec {text!r}: commit: takes an upstream sha (7 to 40 hex digits)"
+            )
+        return TorchSpec(
+            text, SourceKind.COMMIT, "torch", _check_index(nightly_index_url, text), commit=sha
+        )
+    if kind == SourceKind.RUN:
+        if not rest.isdigit() or int(rest) < 1:
+            raise TorchSpecError(f"torch spec {text!r}: run: takes a run id (a positive integer)")
+        return TorchSpec(text, SourceKind.RUN, run_id=int(rest))
     if kind in {SourceKind.INSTALLED, SourceKind.NIGHTLY}:
         if colon:
             raise TorchSpecError(f"torch spec {text!r}: {kind!r} takes no argument")

@@ -12,6 +12,7 @@ go through an injectable ``sleep`` and ``clock``; the policy is in :mod:`service
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -146,6 +147,21 @@ class GitHubClient:
         merged = [p for p in pulls if p.merged_at is not None]
         chosen = merged or pulls
         return chosen[0].number if chosen else None
+
+    def commit_date(self, sha: str) -> dt.date | None:
+        """The day (UTC) an upstream commit was committed: where a ``commit:`` spec's search
+        for the nightly built from it starts. None when GitHub has no date for it."""
+        repo = self.upstream_repo
+
+        def read() -> dt.date | None:
+            _, data = self._github.requester.requestJsonAndCheck("GET", f"/repos/{repo}/commits/{sha}")
+            committed = ((data or {}).get("commit") or {}).get("committer") or {}
+            text = committed.get("date")
+            if not isinstance(text, str):
+                return None
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).date()
+
+        return self._call(repo, f"read commit {sha[:12]}", read)
 
     # -- reporting on an upstream PR ---------------------------------------------------------
     def add_label(self, pr: int, name: str, repo: str | None = None) -> None:

@@ -64,6 +64,8 @@ class PullRequestEvent:
     title: str
     label: str | None  # the label just added/removed (labeled/unlabeled actions)
     labels: tuple[str, ...]  # every label the PR carries now
+    # The PR's own torch wheel, when a relay sends it (``client_payload.wheel_url``).
+    wheel_url: str = ""
 
     @classmethod
     def parse(cls, payload: Mapping[str, Any]) -> PullRequestEvent:
@@ -85,7 +87,17 @@ class PullRequestEvent:
                 for item in pr.get("labels") or ()
                 if isinstance(item, Mapping) and "name" in item
             ),
+            wheel_url=_wheel_url(payload),
         )
+
+
+def _wheel_url(payload: Mapping[str, Any]) -> str:
+    value = payload.get("wheel_url")
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"https?://\S+\.whl", value):
+        raise PayloadError("'wheel_url' is not an http(s) URL of a .whl file")
+    return value
 
 
 ZERO_SHA = "0" * 40
@@ -148,6 +160,8 @@ def unwrap_repository_dispatch(payload: Mapping[str, Any]) -> tuple[str, Mapping
 
 def _with_repository(inner: Mapping[str, Any], client: Mapping[str, Any]) -> Mapping[str, Any]:
     """Relays sometimes put the upstream repository beside the event instead of inside it."""
+    if "wheel_url" in client and "wheel_url" not in inner:
+        inner = {**inner, "wheel_url": client["wheel_url"]}  # the PR's build, sent beside it
     if isinstance(inner.get("repository"), Mapping) or not isinstance(
         client.get("repository"), Mapping
     ):

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.commands import culprits, outbox
+from service.commands import culprits, outbox, pin_reports
 from service.config import Settings
 from service.domain.pr_comment import MARKER, BreakageReport, render
 from service.github.analysis import rank_range, ranking_note, suspects_json
@@ -127,13 +127,35 @@ def _status(session: Session, message: OutboxMessage, github: GitHubClient, cfg:
     return dict(p)
 
 
+def _pin_bump(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
+    """The one bump PR on the vendor's repository: opened, updated in place, or closed when
+    the base branch already holds the proposed pin."""
+    p = message.payload
+    result: dict[str, Any] = {"repo": p["repo"], "branch": p["branch"], "path": p["path"],
+                              "content": p["content"]}
+    if not cfg.can_write:
+        pin_reports.record_bump_pr(session, int(p["report_id"]), {**result, "dry_run": True})
+        return result
+    answer = github.upsert_pull_request(
+        p["repo"], p["branch"], p["base"], p["path"], p["content"], p["title"], p["body"]
+    )
+    if answer is None:
+        result["closed"] = True
+    else:
+        number, url, created = answer
+        result.update(number=number, url=url, created=created)
+    pin_reports.record_bump_pr(session, int(p["report_id"]), result)
+    return result
+
+
 _HANDLERS: dict[str, Callable[[Session, OutboxMessage, GitHubClient, ReportSettings], dict[str, Any]]] = {
     OutboxKind.CULPRIT: _analyse,
     OutboxKind.PR_REPORT: _report_pr,
     OutboxKind.STATUS: _status,
+    OutboxKind.PIN_BUMP: _pin_bump,
 }
 # Analysis only reads GitHub: it runs in a dry run too, so the dashboard shows suspects.
-_WRITES = {OutboxKind.PR_REPORT, OutboxKind.STATUS}
+_WRITES = {OutboxKind.PR_REPORT, OutboxKind.STATUS, OutboxKind.PIN_BUMP}
 
 
 def drain(

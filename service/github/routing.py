@@ -22,6 +22,7 @@ from service.github.events import (
     PushEvent,
     Unrouted,
 )
+from service.github.pr_runs import plan_pr_runs
 from service.models import Backend, SourceKind, TorchBuild
 
 QUEUED, RECORDED, IGNORED = "queued", "recorded", "ignored"
@@ -88,18 +89,11 @@ def _pull_request_without_db(settings: Settings, pr: PullRequestEvent) -> Decisi
 def _pull_request(
     session: Session, settings: Settings, pr: PullRequestEvent, info: dict[str, Any]
 ) -> Decision:
-    label = settings.trigger_label
     backends = _backends(session)
     if not backends:
         return Decision(RECORDED, "no backends are registered yet")
-    pr_info = {**info, "pr": pr.number, "sha": pr.head_sha, "url": pr.url, "title": pr.title[:200]}
-    runs = [RunRequestSpec(b, settings.default_torch, pr_info) for b in backends]
-    return Decision(
-        QUEUED,
-        f"PR #{pr.number} ({pr.head_sha[:12]}) {pr.action} with {label!r}: "
-        f"{len(runs)} run(s) against {settings.default_torch}",
-        runs,
-    )
+    plan = plan_pr_runs(session, settings, pr, backends, info)
+    return Decision(QUEUED if plan.runs else RECORDED, f"{plan.reason} ({pr.action})", plan.runs)
 
 
 def _push_without_db(settings: Settings, push: PushEvent) -> Decision | None:

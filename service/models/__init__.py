@@ -5,6 +5,7 @@ from service.models.backend import Backend
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
+from service.models.pin_report import PinReport
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
 from service.models.torch_build import SourceKind, TorchBuild
 from service.models.webhook import WebhookDelivery
@@ -20,6 +21,7 @@ __all__ = [
     "OutboxKind",
     "OutboxMessage",
     "OutboxState",
+    "PinReport",
     "Run",
     "RunState",
     "SourceKind",

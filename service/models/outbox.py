@@ -27,6 +27,8 @@ class OutboxKind(enum.StrEnum):
     PR_REPORT = "pr-report"
     # A commit status on a tested upstream PR's head sha.
     STATUS = "status"
+    # The weekly pin bump: one branch and one open PR on the vendor's repository.
+    PIN_BUMP = "pin-bump"
 
 
 class OutboxState(enum.StrEnum):

@@ -26,6 +26,8 @@ from service.models.base import Base, utcnow
 from service.models.torch_build import TorchBuild
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+    # Its upstream build appeared (queued), or never did (errored: expired).
+    RunState.WAITING: frozenset({RunState.QUEUED, RunState.ERRORED}),
     RunState.QUEUED: frozenset({RunState.RUNNING, RunState.ERRORED}),
     # RUNNING -> QUEUED happens when a lease expires and the run is handed back.
     RunState.RUNNING: frozenset(
@@ -59,6 +61,9 @@ class Run(Base):
     trigger: Mapped[str] = mapped_column(String(32), default="cli")
     # What caused it: webhook delivery id, PR number, schedule name... (free-form, shown).
     trigger_info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # One run per subject: "pr:<number>:<head sha>:<backend id>" for a PR run, so a repeated
+    # label or synchronize at the same sha queues nothing new. None: no such rule.
+    dedupe_key: Mapped[str | None] = mapped_column(String(200), unique=True)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     started_at: Mapped[dt.datetime | None]
     finished_at: Mapped[dt.datetime | None]

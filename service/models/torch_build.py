@@ -25,6 +25,10 @@ class TorchBuild(Base):
     # Content address of the provisioned environment (reused across runs).
     env_key: Mapped[str | None] = mapped_column(String(64))
     python: Mapped[str | None] = mapped_column(String(1000))
+    # The exact wheel installed (its URL or file URI and sha256): what `run:<id>` reinstalls.
+    # Empty for `installed` and `path:` torches, which have no wheel.
+    artifact_url: Mapped[str | None] = mapped_column(String(2000))
+    artifact_sha256: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
     @property

@@ -193,8 +193,10 @@ def test_beat_schedule_comes_from_settings_and_every_entry_expires() -> None:
     schedule = beat_schedule(settings)
     assert {e["task"] for e in schedule.values()} == {
         "ootci.nightly.schedule",
-        "ootci.weekly.pin_report",
+        "ootci.weekly.pin_reports",
         "ootci.sweep.stale",
+        "ootci.pr.check_waiting",
+        "ootci.github.drain_outbox",
     }
     nightly = schedule["nightly-matrix"]["schedule"]
     assert isinstance(nightly, crontab)
@@ -216,12 +218,15 @@ def test_celery_app_is_configured_for_at_least_once_delivery() -> None:
     assert conf["broker_transport_options"]["visibility_timeout"] == 900
     limits = conf["task_annotations"]["ootci.run.execute"]
     assert 0 < limits["soft_time_limit"] < limits["time_limit"]
+    app.loader.import_default_modules()  # what a worker process registers at start
     assert {
         "ootci.run.execute",
         "ootci.nightly.schedule",
-        "ootci.weekly.pin_report",
+        "ootci.weekly.pin_reports",
         "ootci.classify.rerun",
         "ootci.sweep.stale",
+        "ootci.pr.check_waiting",
+        "ootci.github.drain_outbox",
     } <= set(app.tasks)
 
 

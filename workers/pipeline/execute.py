@@ -20,9 +20,11 @@ from pathlib import Path
 from sqlalchemy import Engine, delete
 
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
+from service.commands.torch_builds import record_artifact
 from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus as OutcomeStatus
+from service.domain.torch_spec import SourceKind, TorchSpec
 from service.models import (
     Backend,
     Failure,
@@ -34,12 +36,14 @@ from service.models import (
     TestResult,
     utcnow,
 )
+from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from workers.pipeline import collect
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
+from workers.pipeline.commit_dates import commit_date
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
 from workers.pipeline.procs import child_env
@@ -57,6 +61,7 @@ from workers.pipeline.testing import run_tests
 from workers.pipeline.types import (
     PipelineError,
     Recipe,
+    SpecError,
     StepOutcome,
     TestRunOutcome,
     TorchEnv,
@@ -286,12 +291,32 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
             nightly_index_url=settings.nightly_index_url,
             pip_index_url=settings.pip_index_url,
         )
-        env = provision(spec, settings.resolved_cache_dir, sink)
+        if spec.kind is SourceKind.RUN:
+            spec = _pinned_to_recorded_wheel(ctx, spec, sink)
+        committed = commit_date(settings, spec.commit, sink) if spec.kind is SourceKind.COMMIT else None
+        env = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed)
         sink.write(f"ootci: torch {env.version} ({env.git_version}) at {env.torch_dir}\n")
         with session_scope(ctx.engine) as s:
             tb = collect.upsert_torch_build(s, env)
+            record_artifact(tb, env.artifact_url, env.artifact_sha256)
             s.get_one(Run, ctx.run_id).torch_build_id = tb.id
     return env
+
+
+def _pinned_to_recorded_wheel(ctx: _RunContext, spec: TorchSpec, sink: LogSink) -> TorchSpec:
+    """``run:<id>``: the wheel that run installed, refused if its bytes changed since."""
+    with session_scope(ctx.engine) as s:
+        try:
+            recorded = recorded_torch(s, spec.run_id)
+        except NoRecordedTorch as exc:
+            raise SpecError(str(exc)) from None
+    sink.write(
+        f"ootci: {spec.text!r} is torch {recorded.version} ({recorded.git_version}) "
+        f"from {recorded.url} sha256={recorded.sha256}\n"
+    )
+    return TorchSpec(
+        spec.text, SourceKind.WHEEL, location=recorded.url, sha256=recorded.sha256
+    )
 
 
 def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> Path:

@@ -11,6 +11,7 @@ stats).
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import hashlib
 import json
@@ -86,6 +87,7 @@ def _env(
     probe: dict[str, str],
     key: str,
     pythonpath: tuple[Path, ...] = (),
+    artifact: Artifact | None = None,
 ) -> TorchEnv:
     return TorchEnv(
         spec=spec.text,
@@ -96,6 +98,8 @@ def _env(
         env_key=key,
         torch_dir=Path(probe["file"]).parent,
         pythonpath=tuple(pythonpath),
+        artifact_url=artifact.url if artifact else "",
+        artifact_sha256=artifact.sha256 if artifact else "",
     )
 
 
@@ -119,7 +123,9 @@ def _create_venv(
         install = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
     if extra_index:
         install += ["--extra-index-url", extra_index]
-    install += [artifact.url, *TEST_TOOLS, *BUILD_TOOLS]
+    # The hash rides on the URL, so the installer refuses other bytes than were resolved.
+    pinned = f"{artifact.url}#sha256={artifact.sha256}" if artifact.sha256 else artifact.url
+    install += [pinned, *TEST_TOOLS, *BUILD_TOOLS]
     environ = child_env(overrides)
     environ.pop("PYTHONPATH", None)  # the venv must see its own site-packages only
     for cmd, what in ((create, "create the venv"), (install, "install torch")):
@@ -146,7 +152,7 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
             recorded = json.loads(marker.read_text())
             log.write(f"ootci: reusing env {venv} (torch {recorded['version']})")
             stamp(venv)
-            return _env(spec, venv / "bin" / "python", recorded, key)
+            return _env(spec, venv / "bin" / "python", recorded, key, artifact=artifact)
         if venv.exists():
             log.write(f"ootci: removing incomplete env {venv}")
             shutil.rmtree(venv)
@@ -163,7 +169,7 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
         log.write(
             f"ootci: provisioned torch {probe['version']} in {time.monotonic() - started:.0f} s"
         )
-        return _env(spec, python, probe, key)
+        return _env(spec, python, probe, key, artifact=artifact)
 
 
 def _tree_fingerprint(tree: Path) -> str:
@@ -224,7 +230,9 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
     return python
 
 
-def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
+def provision(
+    spec: TorchSpec, cache_dir: Path, log: LogSink, *, commit_date: dt.date | None = None
+) -> TorchEnv:
     cache_dir = Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: provisioning torch for {spec.text!r}")
@@ -259,5 +267,10 @@ def provision(spec: TorchSpec, cache_dir: Path, log: LogSink) -> TorchEnv:
         )
         python = _overlay_venv(cache_dir, key, log)
         return _env(spec, python, probe, key, pythonpath=(root,))
-    artifact = resolve(spec, cache_dir, log)
+    if spec.kind == SourceKind.RUN:
+        raise SpecError(
+            f"torch spec {spec.text!r}: a run: spec is provisioned as the wheel the run "
+            "recorded (pinned_to_artifact)"
+        )
+    artifact = resolve(spec, cache_dir, log, commit_date=commit_date)
     return _provision_venv(spec, artifact, cache_dir, log)

@@ -1,25 +1,31 @@
 """Resolve a torch spec to the one artifact it means, before anything is installed.
 
-``pip:``, ``wheel:`` and ``nightly`` resolve to one wheel (name, version, URL, sha256):
-``provision.py`` keys its virtualenvs by that artifact, so two specs that resolve to the
-same wheel share an env and what was resolved is what gets installed. The spec's grammar is
+``pip:``, ``wheel:``, ``nightly[:DATE]`` and ``commit:`` resolve to one wheel (name,
+version, URL, sha256): ``provision.py`` keys its virtualenvs by that artifact, so two specs
+that resolve to the same wheel share an env and what was resolved is what gets installed.
+``commit:<sha>`` reads ``torch/version.py`` out of the candidate wheels themselves (the
+index lists versions, not commits), inspecting only nightlies dated near the commit, or a
+bounded number of the newest when its date is unknown. The spec's grammar is
 the domain's (``service/domain/torch_spec.py``); here a spec that does not parse is the
 pipeline's usage error.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import html.parser
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,12 +39,19 @@ from service.domain.torch_spec import (
     TorchSpec,
     TorchSpecError,
     is_url,
+    nightly_date_of,
 )
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
 from workers.pipeline.types import ProvisionError, SpecError
 
 HTTP_TIMEOUT_S = 20
+# commit: without a known commit date, how many of the newest nightlies are opened.
+COMMIT_SCAN_LIMIT = 14
+# A nightly is cut from main once a day: the one built from a commit is dated the day of
+# the commit or a few days after (a skipped or failed night).
+COMMIT_WINDOW_DAYS = 4
+_GIT_VERSION = re.compile(r"""^git_version\s*=\s*['"]([0-9a-fA-F]+)['"]""", re.MULTILINE)
 # pip prints these when the network or the disk, not the requirement, is the problem.
 _INFRA_SIGNATURES = (
     "NewConnectionError",
@@ -120,14 +133,14 @@ def _fetch(url: str) -> str:
         raise ProvisionError(f"package index unreachable: {url}: {reason}") from None
 
 
-def newest_on_index(index_url: str, project: str = "torch") -> Artifact:
-    """The newest wheel of ``project`` on a PEP 503 index that installs on this Python
-    (pre-releases included: nightlies are dev versions)."""
+def index_wheels(index_url: str, project: str = "torch") -> list[Artifact]:
+    """Every wheel of ``project`` on a PEP 503 index that installs on this Python, newest
+    version first (pre-releases included: nightlies are dev versions)."""
     page_url = f"{index_url.rstrip('/')}/{canonicalize_name(project)}/"
     parser = _Links()
     parser.feed(_fetch(page_url))
     supported = set(sys_tags())
-    best: tuple[object, Artifact] | None = None
+    found: list[tuple[object, Artifact]] = []
     for href, yanked in parser.links:
         if yanked:
             continue
@@ -142,15 +155,91 @@ def newest_on_index(index_url: str, project: str = "torch") -> Artifact:
             continue
         fragment = urllib.parse.parse_qs(parts.fragment)
         sha256 = fragment.get("sha256", [""])[0]
-        candidate = Artifact(project, str(version), absolute, sha256)
-        if best is None or version > best[0]:  # type: ignore[operator]
-            best = (version, candidate)
-    if best is None:
-        raise ProvisionError(
-            f"no {project} wheel for this Python ({platform.python_version()}, "
-            f"{platform.machine()}) on {index_url}"
-        )
-    return best[1]
+        url = urllib.parse.urlunsplit(parts._replace(fragment=""))
+        found.append((version, Artifact(project, str(version), url, sha256)))
+    found.sort(key=lambda pair: pair[0], reverse=True)  # type: ignore[arg-type,return-value]
+    return [artifact for _version, artifact in found]
+
+
+def _no_wheel(project: str, index_url: str) -> ProvisionError:
+    return ProvisionError(
+        f"no {project} wheel for this Python ({platform.python_version()}, "
+        f"{platform.machine()}) on {index_url}"
+    )
+
+
+def newest_on_index(index_url: str, project: str = "torch") -> Artifact:
+    """The newest wheel of ``project`` on a PEP 503 index that installs on this Python."""
+    wheels = index_wheels(index_url, project)
+    if not wheels:
+        raise _no_wheel(project, index_url)
+    return wheels[0]
+
+
+def nightly_of_date(index_url: str, date: dt.date) -> Artifact:
+    """The nightly dated ``date`` (the newest of that day's builds for this Python)."""
+    wheels = index_wheels(index_url)
+    for artifact in wheels:
+        if nightly_date_of(artifact.version) == date:
+            return artifact
+    dates = sorted({d for a in wheels if (d := nightly_date_of(a.version)) is not None})
+    near = sorted(dates, key=lambda d: abs((d - date).days))[:2]
+    hint = f" (nearest: {', '.join(d.isoformat() for d in sorted(near))})" if near else ""
+    raise SpecError(f"no nightly of {date.isoformat()} on {index_url}{hint}")
+
+
+def commit_candidates(
+    wheels: list[Artifact], commit_date: dt.date | None, *, limit: int = COMMIT_SCAN_LIMIT
+) -> list[Artifact]:
+    """The nightlies that may have been built from a commit, in the order to open them:
+    those dated within a few days after ``commit_date`` (oldest first: the first nightly
+    cut after a commit is the likeliest), or the ``limit`` newest when the date is unknown."""
+    dated = [(d, a) for a in wheels if (d := nightly_date_of(a.version)) is not None]
+    if commit_date is None:
+        return [a for _d, a in dated[:limit]]
+    last = commit_date + dt.timedelta(days=COMMIT_WINDOW_DAYS)
+    near = [(d, a) for d, a in dated if commit_date <= d <= last]
+    return [a for _d, a in sorted(near, key=lambda pair: pair[0])]
+
+
+def wheel_git_version(path: Path) -> str:
+    """``torch.version.git_version`` as the wheel file itself records it ('' if absent)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            text = archive.read("torch/version.py").decode("utf-8", errors="replace")
+    except (KeyError, zipfile.BadZipFile, OSError):
+        return ""
+    match = _GIT_VERSION.search(text)
+    return match.group(1).lower() if match else ""
+
+
+def nightly_of_commit(
+    index_url: str,
+    sha: str,
+    cache_dir: Path,
+    log: LogSink,
+    *,
+    commit_date: dt.date | None = None,
+    limit: int = COMMIT_SCAN_LIMIT,
+) -> Artifact:
+    """The nightly whose ``git_version`` is ``sha`` (a prefix of at least 7 digits)."""
+    candidates = commit_candidates(index_wheels(index_url), commit_date, limit=limit)
+    for candidate in candidates:
+        path = fetch_wheel(candidate.url, cache_dir, log, expected_sha256=candidate.sha256)
+        git_version = wheel_git_version(path)
+        log.write(f"ootci: {candidate.version} was built from {git_version or '(unknown)'}")
+        if git_version.startswith(sha.lower()):
+            return Artifact(candidate.name, candidate.version, candidate.url, _sha256_file(path))
+    if commit_date is not None:
+        where = f"dated {commit_date.isoformat()} to " + (
+            commit_date + dt.timedelta(days=COMMIT_WINDOW_DAYS)
+        ).isoformat()
+    else:
+        where = f"of the {limit} newest"
+    raise SpecError(
+        f"no nightly on {index_url} was built from commit {sha} "
+        f"({len(candidates)} nightlies {where} inspected)"
+    )
 
 
 def _pip_env_for_index(index_url: str) -> dict[str, str]:
@@ -220,8 +309,13 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
-    location = spec.location
+def fetch_wheel(
+    location: str, cache_dir: Path, log: LogSink, *, expected_sha256: str = ""
+) -> Path:
+    """The wheel at a path or URL as a local file: a download is cached under
+    ``<cache_dir>/wheels`` by URL. A 404 is the spec's fault; other trouble is infra. With
+    ``expected_sha256`` a file with other contents is refused (the index or a recorded run
+    said what the bytes must be)."""
     if is_url(location) and not location.startswith("file:"):
         name = urllib.parse.unquote(urllib.parse.urlsplit(location).path.rsplit("/", 1)[-1])
         target = cache_dir / "wheels" / hashlib.sha256(location.encode()).hexdigest()[:16] / name
@@ -244,12 +338,24 @@ def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
             partial.rename(target)
         path = target
     else:
-        path = Path(
-            urllib.parse.urlsplit(location).path if location.startswith("file:") else location
-        )
-        path = path.expanduser().resolve()
+        raw = location
+        if location.startswith("file:"):
+            raw = urllib.request.url2pathname(urllib.parse.urlsplit(location).path)
+        path = Path(raw).expanduser().resolve()
         if not path.is_file():
-            raise SpecError(f"torch spec {spec.text!r}: no wheel file at {path}")
+            raise SpecError(f"no wheel file at {path}")
+    if expected_sha256 and _sha256_file(path) != expected_sha256.lower():
+        raise SpecError(
+            f"wheel {location}: its sha256 is {_sha256_file(path)}, expected {expected_sha256}"
+        )
+    return path
+
+
+def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
+    try:
+        path = fetch_wheel(spec.location, cache_dir, log, expected_sha256=spec.sha256)
+    except SpecError as exc:
+        raise SpecError(f"torch spec {spec.text!r}: {exc}") from None
     try:
         name, version, _build, _tags = parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
@@ -259,12 +365,30 @@ def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
     return Artifact("torch", str(version), path.as_uri(), _sha256_file(path))
 
 
-def resolve(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
-    """The wheel a ``pip:``, ``wheel:`` or ``nightly`` spec means."""
+def _with_sha256(artifact: Artifact, cache_dir: Path, log: LogSink) -> Artifact:
+    """An index without hashes: the wheel's sha256 from the file, so the run can record
+    exactly what it installed."""
+    if artifact.sha256:
+        return artifact
+    path = fetch_wheel(artifact.url, cache_dir, log)
+    return Artifact(artifact.name, artifact.version, artifact.url, _sha256_file(path))
+
+
+def resolve(
+    spec: TorchSpec, cache_dir: Path, log: LogSink, *, commit_date: dt.date | None = None
+) -> Artifact:
+    """The wheel a ``pip:``, ``wheel:``, ``nightly[:DATE]`` or ``commit:`` spec means
+    (``commit_date``, when known, narrows a ``commit:`` search to the nightlies after it)."""
     if spec.kind == SourceKind.PIP:
         artifact = _resolve_pip(spec, log)
+    elif spec.kind == SourceKind.NIGHTLY and spec.nightly_date is not None:
+        artifact = _with_sha256(nightly_of_date(spec.index_url, spec.nightly_date), cache_dir, log)
     elif spec.kind == SourceKind.NIGHTLY:
-        artifact = newest_on_index(spec.index_url)
+        artifact = _with_sha256(newest_on_index(spec.index_url), cache_dir, log)
+    elif spec.kind == SourceKind.COMMIT:
+        artifact = nightly_of_commit(
+            spec.index_url, spec.commit, cache_dir, log, commit_date=commit_date
+        )
     elif spec.kind == SourceKind.WHEEL:
         artifact = _resolve_wheel(spec, cache_dir, log)
     else:

@@ -49,6 +49,9 @@ class TorchEnv:
     torch_dir: Path  # the directory of the imported `torch` package
     # Prepended to PYTHONPATH for build and test (path: specs put a patched torch first).
     pythonpath: tuple[Path, ...] = ()
+    # The exact wheel installed (URL or file URI, sha256); empty for installed and path:.
+    artifact_url: str = ""
+    artifact_sha256: str = ""
 
     def environ(self) -> dict[str, str]:
         """Environment variables a subprocess needs to see this torch."""

@@ -59,6 +59,7 @@ def settings(tmp_path: Path) -> Settings:
         webhook_secret=SECRET,
         default_torch="installed",
         pins=["pip:torch==2.13.0", "pip:torch==2.14.1"],
+        pr_wheel_url_template=PR_WHEELS + "/{pr}/{sha}/torch-2.14.0-py3-none-any.whl",
     )
 
 
@@ -71,6 +72,9 @@ def client(
         get_or_create_backend(s, "acme", "https://github.com/acme/torch-acme.git")
     with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as c:
         yield c
+
+
+PR_WHEELS = "https://pr-builds.example.org"
 
 
 def fixture_body(name: str) -> bytes:
@@ -130,7 +134,11 @@ def test_labeled_pr_queues_one_run_per_backend_after_commit(
     with Session(engine) as s:
         runs = s.scalars(select(Run).where(Run.id.in_(body["run_ids"]))).all()
         assert {r.trigger for r in runs} == {"webhook"}
-        assert {r.torch_spec for r in runs} == {"installed"}
+        # The PR's own torch, never the default: it waits until upstream publishes it.
+        wheel = f"{PR_WHEELS}/165432/3f1c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39/torch-2.14.0-py3-none-any.whl"
+        assert {r.torch_spec for r in runs} == {f"wheel:{wheel}"}
+        assert {r.state for r in runs} == {"waiting"}
+        assert all((r.error or "").startswith(f"waiting for upstream build: {wheel}") for r in runs)
         info = runs[0].trigger_info
         assert info["pr"] == 165432
         assert info["sha"] == "3f1c2a9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"

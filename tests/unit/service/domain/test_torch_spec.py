@@ -71,7 +71,7 @@ def test_wheel_and_path() -> None:
         ("wheel:/tmp/torch.tar.gz", "ends in .whl"),
         ("path:", "path: needs an argument"),
         ("installed:now", "takes no argument"),
-        ("nightly:2026", "takes no argument"),
+        ("nightly:2026", "takes a date, YYYY-MM-DD"),
     ],
 )
 def test_bad_specs_name_the_problem(text: str, message: str) -> None:
