@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.domain.admission import CallerPolicy
+
 DEFAULT_HOME = Path(".ootci")
 
 
@@ -134,6 +136,12 @@ class Settings(BaseSettings):
 
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")
+    api_allow_any_torch_spec: bool = Field(
+        False,
+        description="Let API and webhook callers ask for any torch spec (path:, wheel:, any "
+        "pip index). Off: only the pins, the default spec, nightly and pip:torch==X on "
+        "OOTCI_PIP_INDEX_URL (docs/security.md).",
+    )
     webhook_secret: SecretStr = SecretStr("")
     trigger_label: str = "ciflow/oot"
     watched_upstream_repo: str = "pytorch/pytorch"
@@ -222,6 +230,16 @@ class Settings(BaseSettings):
     @property
     def in_process(self) -> bool:
         return not self.broker_url
+
+    @property
+    def caller_policy(self) -> CallerPolicy:
+        """What API and webhook callers may ask for (service/domain/admission.py)."""
+        return CallerPolicy(
+            configured_specs=frozenset([*self.pins, self.default_torch]),
+            pip_index_url=self.pip_index_url,
+            nightly_index_url=self.nightly_index_url,
+            allow_any=self.api_allow_any_torch_spec,
+        )
 
 
 def load_settings() -> Settings:

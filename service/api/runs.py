@@ -12,6 +12,7 @@ from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_run, plan_rerun
+from service.domain.admission import refusal
 from service.domain.torch_spec import TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
@@ -137,7 +138,11 @@ def step_log(
         400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "Unknown backend"},
-        422: {"model": Problem, "description": "The torch spec does not parse (no run is made)"},
+        422: {
+            "model": Problem,
+            "description": "The torch spec does not parse, or is not one the operator lets "
+            "callers ask for (no run is made)",
+        },
     },
     summary="Queue a run of a registered backend against a torch spec",
 )
@@ -150,17 +155,26 @@ def trigger_run(
             status.HTTP_404_NOT_FOUND,
             f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
         )
+    _admit(ctx, body.torch)
+    run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
+    session.commit()
+    return _accepted(ctx, response, run)
+
+
+def _admit(ctx: AppContext, torch: str) -> None:
+    """422 unless ``torch`` parses and is a spec a remote caller may ask for: the token
+    lets its holder run builds, not name arbitrary code for the worker to fetch and run."""
     try:
-        parse_spec(
-            body.torch,
+        spec = parse_spec(
+            torch,
             nightly_index_url=ctx.settings.nightly_index_url,
             pip_index_url=ctx.settings.pip_index_url,
         )
     except TorchSpecError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
-    session.commit()
-    return _accepted(ctx, response, run)
+    refused = refusal(spec, ctx.settings.caller_policy)
+    if refused is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, refused)
 
 
 def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
@@ -180,6 +194,7 @@ def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "No such run"},
         409: {"model": Problem, "description": "The run is unfinished or passed"},
+        422: {"model": Problem, "description": "The run's torch spec is CLI-only"},
     },
     summary="Queue a rerun of a failed run's failed tests (the same pending rerun if asked again)",
 )
@@ -187,6 +202,7 @@ def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: 
     run = session.get(Run, run_id)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    _admit(ctx, run.torch_spec)  # a CLI run's path: or wheel: is not the API's to repeat
     new_id = plan_rerun(session, run_id)
     if new_id is None:
         raise HTTPException(
