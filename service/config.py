@@ -134,6 +134,12 @@ class Settings(BaseSettings):
         "stopped (checked every second).",
     )
 
+    step_log_max_mb: int = Field(
+        64, ge=1,
+        description="A step's log is capped here: the head and the tail are kept, with a line "
+        "saying how much was cut between them.",
+    )
+
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")
     api_allow_any_torch_spec: bool = Field(

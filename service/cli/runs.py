@@ -27,6 +27,10 @@ from service.cli.common import (
     print_json,
     worker_id,
 )
+from service.cli.terminal import printable
+
+# A tail is for reading on a terminal; the whole log is `GET /api/runs/N/steps/S/log`.
+MAX_LOG_LINES = 10_000
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -236,9 +240,12 @@ def list_runs(
 def show(
     run_id: Annotated[int, typer.Argument(help="Run id.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    log_lines: Annotated[int, typer.Option(help="Log tail lines per failed step.")] = 30,
+    log_lines: Annotated[
+        int, typer.Option(min=0, max=MAX_LOG_LINES, help="Log tail lines per failed step.")
+    ] = 30,
 ) -> None:
     """Show one run: steps, failures with their evidence, and the failing step's log tail."""
+    from service.api.logs import read_log
     from service.db import session_scope
     from service.models import StepStatus
     from service.schemas import run_detail
@@ -248,10 +255,12 @@ def show(
     with session_scope(engine) as s:
         run_row = _run_or_die(s, run_id)
         data = _detail_or_die(run_detail(s, run_id), run_id)
+        # Only the lines shown are read (read_log), and none when 0 are asked for.
         tails = {
-            st.name: st.read_log().decode("utf-8", "replace").splitlines()[-log_lines:]
+            st.name: read_log(st, offset=None, limit=None, tail=log_lines)
+            .data.decode("utf-8", "replace").splitlines()
             for st in run_row.steps
-            if st.status not in (StepStatus.PASSED, StepStatus.SKIPPED)
+            if log_lines and st.status not in (StepStatus.PASSED, StepStatus.SKIPPED)
         }
     if as_json:
         print_json(data.model_dump(mode="json"))
@@ -267,7 +276,7 @@ def show(
         steps.add_column(col)
     for st in data.steps:
         dur = f"{st.duration_s:.1f}s" if st.duration_s is not None else "-"
-        steps.add_row(st.name, st.status, dur, (st.summary or "")[:100])
+        steps.add_row(st.name, st.status, dur, printable((st.summary or "")[:100]))
     out.print(steps)
     # One entry per fingerprint: ten parametrisations of one break are one thing to read.
     groups: dict[str, list[FailureOut]] = {}
@@ -277,14 +286,15 @@ def show(
         f = group[0]
         more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
         # Node ids and "[category/subtype]" are text, not rich markup.
-        out.print("[red]✗[/] " + escape(f"{f.stage} {f.nodeid or ''}{more} [{f.category}/"
-                                        f"{f.subtype}] rule={f.rule} triage={f.triage}"),
-                  highlight=False)
+        # Node ids, lines and captures come from the build: text, not markup or escapes.
+        out.print("[red]✗[/] " + escape(printable(
+            f"{f.stage} {f.nodeid or ''}{more} [{f.category}/{f.subtype}] rule={f.rule} "
+            f"triage={f.triage}")), highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
-        out.print(f"    {where}{line}", markup=False, highlight=False)
+        out.print(printable(f"    {where}{line}"), markup=False, highlight=False)
         if f.captures:
-            out.print(f"    captures: {f.captures}", markup=False)
+            out.print(printable(f"    captures: {f.captures}"), markup=False)
     for name, lines in tails.items():
         out.rule(f"{name} log (last {len(lines)} lines)")
-        out.print("\n".join(lines), markup=False, highlight=False)
+        out.print(printable("\n".join(lines)), markup=False, highlight=False)

@@ -1,0 +1,25 @@
+"""issue #14's doors: steps.log_tail (a tail read without inflating the log)
+
+Revision ID: 0006
+Revises: 0004
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0006"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("steps") as batch:
+        batch.add_column(sa.Column("log_tail", sa.LargeBinary(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("steps") as batch:
+        batch.drop_column("log_tail")
