@@ -149,6 +149,16 @@ class Settings(BaseSettings):
         "OOTCI_PIP_INDEX_URL (docs/security.md).",
     )
     webhook_secret: SecretStr = SecretStr("")
+    webhook_secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Per-repository webhook secrets (JSON object: owner/name -> secret); a "
+        "delivery signed with one is accepted only for that repository.",
+    )
+    relay_repositories: list[str] = Field(
+        default_factory=list,
+        description="Repositories whose repository_dispatch deliveries are trusted as "
+        "relayed events (JSON list of owner/name); from any other they are ignored.",
+    )
     trigger_label: str = "ciflow/oot"
     watched_upstream_repo: str = "pytorch/pytorch"
     watched_upstream_branch: str = "main"

@@ -1,4 +1,5 @@
-"""issue #14's doors: steps.log_tail (a tail read without inflating the log)
+"""issue #14's doors: steps.log_tail (a tail read without inflating the log);
+webhook_deliveries.dedupe_key (one delivery per event, whatever its delivery id)
 
 Revision ID: 0006
 Revises: 0004
@@ -18,8 +19,14 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("steps") as batch:
         batch.add_column(sa.Column("log_tail", sa.LargeBinary(), nullable=True))
+    with op.batch_alter_table("webhook_deliveries") as batch:
+        batch.add_column(sa.Column("dedupe_key", sa.String(64), nullable=True))
+        batch.create_index("ix_webhook_deliveries_dedupe_key", ["dedupe_key"], unique=True)
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("webhook_deliveries") as batch:
+        batch.drop_index("ix_webhook_deliveries_dedupe_key")
+        batch.drop_column("dedupe_key")
     with op.batch_alter_table("steps") as batch:
         batch.drop_column("log_tail")

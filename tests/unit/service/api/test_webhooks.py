@@ -59,6 +59,7 @@ def settings(tmp_path: Path) -> Settings:
         webhook_secret=SECRET,
         default_torch="installed",
         pins=["pip:torch==2.13.0", "pip:torch==2.14.1"],
+        relay_repositories=["acme/torch-acme"],
     )
 
 
@@ -110,7 +111,7 @@ def counts(engine: Engine) -> tuple[int, int]:
 
 def test_signature_helper_matches_githubs_documented_example() -> None:
     # From GitHub's "Validating webhook deliveries": secret and payload give this digest.
-    from service.api.webhooks import signature_matches
+    from service.github.relay import signature_matches
 
     expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     assert signature_matches(SECRET.encode(), b"Hello, World!", expected)
