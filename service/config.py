@@ -163,6 +163,17 @@ class Settings(BaseSettings):
     watched_upstream_repo: str = "pytorch/pytorch"
     watched_upstream_branch: str = "main"
 
+    trusted_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the HTTP server answers for (JSON list; '*.example.org' "
+        "wildcards); empty: the host of OOTCI_PUBLIC_URL when set, else any host.",
+    )
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="Addresses of the reverse proxies whose X-Forwarded-For/-Proto are "
+        "believed (JSON list); empty: forwarded headers are ignored.",
+    )
+
     # GitHub reporting (labels/comments on the culprit PR).
     github_token: SecretStr = SecretStr("")
     github_api_url: str = "https://api.github.com"
@@ -242,6 +253,15 @@ class Settings(BaseSettings):
     @property
     def resolved_cache_dir(self) -> Path:
         return (self.cache_dir or self.home / "cache").resolve()
+
+    @property
+    def resolved_trusted_hosts(self) -> list[str]:
+        if self.trusted_hosts:
+            return self.trusted_hosts
+        from urllib.parse import urlsplit
+
+        public_host = urlsplit(self.public_url).hostname if self.public_url else None
+        return [public_host] if public_host else ["*"]
 
     @property
     def in_process(self) -> bool:
