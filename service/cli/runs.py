@@ -7,6 +7,7 @@ a list of RunDetail (one per torch spec, however many), ``rerun`` the new run's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -51,10 +52,16 @@ def run(
         Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
     ] = BUNDLED_BACKEND,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+    re_register: Annotated[
+        bool,
+        typer.Option("--re-register", help="Point the recipe's backend name at this tree "
+                     "even though another source registered it."),
+    ] = False,
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
-    from service.commands.runs import create_run, get_or_create_backend
+    from service.commands.backends import BackendNameTaken, register_backend
+    from service.commands.runs import create_run
     from service.db import session_scope
     from service.domain.torch_spec import TorchSpecError, parse_spec
     from service.models import Run, RunState
@@ -74,9 +81,13 @@ def run(
         die(str(exc))
     engine = migrated_engine(settings)
 
-    with session_scope(engine) as s:
-        be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
-        run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+    try:
+        with session_scope(engine) as s:
+            be = register_backend(s, recipe.name, str(backend.resolve()),
+                                  changed_by=_cli_actor(), re_register=re_register)
+            run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+    except BackendNameTaken as exc:
+        die(str(exc))
 
     results: list[RunDetail] = []
     code = EXIT_OK
@@ -105,6 +116,18 @@ def run(
     else:
         _print_results(results)
     raise typer.Exit(code)
+
+
+def _cli_actor() -> str:
+    """Who is at the keyboard, as far as this machine knows: recorded on backend changes."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry for the uid (containers)
+        user = f"uid{os.getuid()}"
+    return f"cli:{user}@{socket.gethostname()}"
 
 
 def rerun(
