@@ -166,7 +166,7 @@ class Settings(BaseSettings):
     trusted_hosts: list[str] = Field(
         default_factory=list,
         description="Host names the HTTP server answers for (JSON list; '*.example.org' "
-        "wildcards); empty: the host of OOTCI_PUBLIC_URL when set, else any host.",
+        "wildcards; include what health probes use); empty: any host.",
     )
     forwarded_allow_ips: list[str] = Field(
         default_factory=list,
@@ -256,12 +256,9 @@ class Settings(BaseSettings):
 
     @property
     def resolved_trusted_hosts(self) -> list[str]:
-        if self.trusted_hosts:
-            return self.trusted_hosts
-        from urllib.parse import urlsplit
-
-        public_host = urlsplit(self.public_url).hostname if self.public_url else None
-        return [public_host] if public_host else ["*"]
+        # Any host by default: probes reach the server by pod IP or 127.0.0.1, which a
+        # default derived from OOTCI_PUBLIC_URL would refuse (docs/security.md).
+        return self.trusted_hosts or ["*"]
 
     @property
     def in_process(self) -> bool:

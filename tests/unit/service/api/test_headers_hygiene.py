@@ -65,7 +65,7 @@ def test_templates_have_no_inline_scripts_styles_or_handlers() -> None:
 
 
 def test_a_host_the_operator_does_not_serve_is_refused(engine: Engine, tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, public_url="https://ootci.example.org")
+    settings = Settings(home=tmp_path, trusted_hosts=["ootci.example.org", "127.0.0.1"])
     app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
     with TestClient(app, base_url="http://evil.example") as c:
         assert c.get("/").status_code == 400
