@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.domain.admission import CallerPolicy
+
 DEFAULT_HOME = Path(".ootci")
 
 
@@ -132,9 +134,31 @@ class Settings(BaseSettings):
         "stopped (checked every second).",
     )
 
+    step_log_max_mb: int = Field(
+        64, ge=1,
+        description="A step's log is capped here: the head and the tail are kept, with a line "
+        "saying how much was cut between them.",
+    )
+
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")
+    api_allow_any_torch_spec: bool = Field(
+        False,
+        description="Let API and webhook callers ask for any torch spec (path:, wheel:, any "
+        "pip index). Off: only the pins, the default spec, nightly and pip:torch==X on "
+        "OOTCI_PIP_INDEX_URL (docs/security.md).",
+    )
     webhook_secret: SecretStr = SecretStr("")
+    webhook_secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Per-repository webhook secrets (JSON object: owner/name -> secret); a "
+        "delivery signed with one is accepted only for that repository.",
+    )
+    relay_repositories: list[str] = Field(
+        default_factory=list,
+        description="Repositories whose repository_dispatch deliveries are trusted as "
+        "relayed events (JSON list of owner/name); from any other they are ignored.",
+    )
     trigger_label: str = "ciflow/oot"
     watched_upstream_repo: str = "pytorch/pytorch"
     watched_upstream_branch: str = "main"
@@ -144,6 +168,17 @@ class Settings(BaseSettings):
     pr_wheel_wait_s: int = Field(
         6 * 3600, ge=60,
         description="How long a PR run waits for its upstream build before it expires.",
+    )
+
+    trusted_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the HTTP server answers for (JSON list; '*.example.org' "
+        "wildcards; include what health probes use); empty: any host.",
+    )
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="Addresses of the reverse proxies whose X-Forwarded-For/-Proto are "
+        "believed (JSON list); empty: forwarded headers are ignored.",
     )
 
     # GitHub reporting (labels/comments on the culprit PR).
@@ -226,8 +261,24 @@ class Settings(BaseSettings):
         return (self.cache_dir or self.home / "cache").resolve()
 
     @property
+    def resolved_trusted_hosts(self) -> list[str]:
+        # Any host by default: probes reach the server by pod IP or 127.0.0.1, which a
+        # default derived from OOTCI_PUBLIC_URL would refuse (docs/security.md).
+        return self.trusted_hosts or ["*"]
+
+    @property
     def in_process(self) -> bool:
         return not self.broker_url
+
+    @property
+    def caller_policy(self) -> CallerPolicy:
+        """What API and webhook callers may ask for (service/domain/admission.py)."""
+        return CallerPolicy(
+            configured_specs=frozenset([*self.pins, self.default_torch]),
+            pip_index_url=self.pip_index_url,
+            nightly_index_url=self.nightly_index_url,
+            allow_any=self.api_allow_any_torch_spec,
+        )
 
 
 def load_settings() -> Settings:

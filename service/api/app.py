@@ -10,18 +10,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from service.api import breakages, health, matrix, metrics, pages, pins, runs, webhooks
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
+from service.api.guard import RequestGuard
+from service.api.headers import SecurityHeaders
 from service.config import Settings, get_settings
 from service.db import get_engine
 from service.dispatch import CeleryDispatcher, Dispatcher
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def create_app(
@@ -47,6 +54,11 @@ def create_app(
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)
+    app.add_middleware(RequestGuard, settings=settings)
+    # Outermost but one: every answer gets the headers, the guard's 401/413 included; a
+    # request for a host the operator does not serve is refused before anything else.
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.resolved_trusted_hosts)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -80,6 +92,20 @@ def app_factory() -> FastAPI:
     return create_app(settings, dispatcher=default_dispatcher(settings))
 
 
+def uvicorn_config(
+    settings: Settings, app: FastAPI, host: str = "127.0.0.1", port: int = 8000
+) -> uvicorn.Config:
+    """X-Forwarded-For/-Proto are believed only from the proxies the operator names
+    (``OOTCI_FORWARDED_ALLOW_IPS``); uvicorn would otherwise believe any local process."""
+    import uvicorn
+
+    proxies = ",".join(settings.forwarded_allow_ips)
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="info",
+        proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
+    )
+
+
 def serve(
     settings: Settings,
     host: str = "127.0.0.1",
@@ -92,4 +118,4 @@ def serve(
     import uvicorn
 
     app = create_app(settings, dispatcher=dispatcher or default_dispatcher(settings), engine=engine)
-    uvicorn.run(app, host=host, port=port, proxy_headers=True, log_level="info")
+    uvicorn.Server(uvicorn_config(settings, app, host, port)).run()

@@ -44,20 +44,26 @@ def get_session(ctx: Annotated[AppContext, Depends(get_context)]) -> Iterator[Se
 _bearer = HTTPBearer(auto_error=False, description="OOTCI_API_TOKEN")
 
 
+def token_refusal(settings: Settings, given: str) -> str | None:
+    """Why ``given`` (a bearer token) does not authorise a write, or None when it does."""
+    expected = settings.api_token.get_secret_value()
+    # An unset token disables writes rather than allowing everyone.
+    if not expected:
+        return "writes are disabled: OOTCI_API_TOKEN is not set on the server"
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        return "a valid bearer token (OOTCI_API_TOKEN) is required"
+    return None
+
+
 def require_token(
     ctx: Annotated[AppContext, Depends(get_context)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
-    expected = ctx.settings.api_token.get_secret_value()
     given = credentials.credentials if credentials is not None else ""
-    # An unset token disables writes rather than allowing everyone.
-    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+    refused = token_refusal(ctx.settings, given)
+    if refused is not None:
         raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            detail="a valid bearer token (OOTCI_API_TOKEN) is required"
-            if expected
-            else "writes are disabled: OOTCI_API_TOKEN is not set on the server",
-            headers={"WWW-Authenticate": "Bearer"},
+            status.HTTP_401_UNAUTHORIZED, detail=refused, headers={"WWW-Authenticate": "Bearer"}
         )
 
 

@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from service.api.deps import ContextDep
 from service.db import DatabaseUnavailable, check_connection
 from service.dispatch import BrokerUnavailable
+from service.domain.redaction import hide_url_passwords
 from service.schemas import Health
 
 router = APIRouter(tags=["health"])
@@ -37,6 +38,8 @@ async def healthz(ctx: ContextDep) -> JSONResponse:
             checks["broker"] = "ok"
         except BrokerUnavailable as exc:
             checks["broker"] = str(exc)
+    # A driver's or broker's message may quote the URL it failed on, password and all.
+    checks = {name: hide_url_passwords(text) for name, text in checks.items()}
     healthy = all(v.startswith("ok") for v in checks.values())
     body = Health(status="ok" if healthy else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)

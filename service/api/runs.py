@@ -6,12 +6,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from service.api.deps import AppContext, ContextDep, SessionDep, require_token
 from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_run, plan_rerun
+from service.domain.admission import refusal
 from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
 from service.queries import runs as q
@@ -138,7 +140,11 @@ def step_log(
         400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "Unknown backend"},
-        422: {"model": Problem, "description": "The torch spec does not parse (no run is made)"},
+        422: {
+            "model": Problem,
+            "description": "The torch spec does not parse, or is not one the operator lets "
+            "callers ask for (no run is made)",
+        },
     },
     summary="Queue a run of a registered backend against a torch spec",
 )
@@ -151,9 +157,18 @@ def trigger_run(
             status.HTTP_404_NOT_FOUND,
             f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
         )
+    _admit(ctx, session, body.torch)
+    run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
+    session.commit()
+    return _accepted(ctx, response, run)
+
+
+def _admit(ctx: AppContext, session: Session, torch: str) -> None:
+    """422 unless ``torch`` parses and is a spec a remote caller may ask for: the token
+    lets its holder run builds, not name arbitrary code for the worker to fetch and run."""
     try:
         spec = parse_spec(
-            body.torch,
+            torch,
             nightly_index_url=ctx.settings.nightly_index_url,
             pip_index_url=ctx.settings.pip_index_url,
         )
@@ -161,9 +176,9 @@ def trigger_run(
             recorded_torch(session, spec.run_id)  # a run: spec must name a recorded wheel
     except (TorchSpecError, NoRecordedTorch) as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-    run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
-    session.commit()
-    return _accepted(ctx, response, run)
+    refused = refusal(spec, ctx.settings.caller_policy)
+    if refused is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, refused)
 
 
 def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
@@ -183,6 +198,7 @@ def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
         404: {"model": Problem, "description": "No such run"},
         409: {"model": Problem, "description": "The run is unfinished or passed"},
+        422: {"model": Problem, "description": "The run's torch spec is CLI-only"},
     },
     summary="Queue a rerun of a failed run's failed tests (the same pending rerun if asked again)",
 )
@@ -190,6 +206,7 @@ def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: 
     run = session.get(Run, run_id)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
+    _admit(ctx, session, run.torch_spec)  # a CLI run's path: or wheel: is not the API's to repeat
     new_id = plan_rerun(session, run_id)
     if new_id is None:
         raise HTTPException(

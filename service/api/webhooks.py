@@ -8,8 +8,6 @@ it creates; the runs are enqueued only after that commit.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 from typing import Annotated, Any
@@ -25,8 +23,11 @@ from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext, ContextDep
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_runs
+from service.github.dedupe import content_key, without_active_twins
 from service.github.events import ParsedDelivery, PayloadError, parse_delivery
-from service.github.routing import QUEUED, Decision, pre_route, route
+from service.github.relay import ANY_REPOSITORY, signer
+from service.github.relay import refusal as relay_refusal
+from service.github.routing import IGNORED, QUEUED, RECORDED, Decision, pre_route, route
 from service.models import WebhookDelivery, utcnow
 from service.schemas import Problem, WebhookResult
 
@@ -36,13 +37,6 @@ router = APIRouter(tags=["webhooks"])
 MAX_BODY = 5 * 1024 * 1024
 DUPLICATE = "duplicate"
 REJECTED = "rejected"
-
-
-def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
-    if not secret or not header or not header.startswith("sha256="):
-        return False
-    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), header.encode("utf-8", "replace"))
 
 
 def _problem(code: int, detail: str) -> JSONResponse:
@@ -93,10 +87,10 @@ async def github_webhook(
     body = await _read_capped(request)
     if body is None:
         return _problem(413, f"payload larger than {MAX_BODY} bytes")
-    secret = ctx.settings.webhook_secret.get_secret_value().encode()
-    if not secret:
+    if not ctx.settings.webhook_secret.get_secret_value() and not ctx.settings.webhook_secrets:
         return _problem(401, "OOTCI_WEBHOOK_SECRET is not set: refusing unsigned deliveries")
-    if not signature_matches(secret, body, x_hub_signature_256):
+    signed_by = signer(ctx.settings, body, x_hub_signature_256)
+    if signed_by is None:
         log.warning("webhook with a missing or wrong signature (delivery %r)", x_github_delivery)
         return _problem(401, "X-Hub-Signature-256 is missing or does not match the payload")
     if not x_github_event or not x_github_delivery:
@@ -117,11 +111,20 @@ async def github_webhook(
         except OperationalError:
             log.error("webhook %s (malformed) not stored", x_github_delivery)
         return _problem(400, problem)
+    assert isinstance(payload, dict)
+    not_for_this_sender = relay_refusal(ctx.settings, x_github_event, payload, signed_by)
+    if not_for_this_sender is not None and signed_by != ANY_REPOSITORY:
+        # A repository's own secret signed a delivery about another: not authenticated.
+        return _problem(401, not_for_this_sender)
     row = _row(x_github_event, x_github_delivery, payload)
     try:
         try:
             parsed = parse_delivery(x_github_event, payload)
-            decided = pre_route(ctx.settings, parsed)
+            decided = (
+                pre_route(ctx.settings, parsed)
+                if not_for_this_sender is None
+                else Decision(IGNORED, not_for_this_sender)
+            )
         except PayloadError as exc:
             # Authenticated but unusable: record it (a redelivery is then a duplicate).
             decided = Decision(REJECTED, f"malformed {x_github_event} payload: {exc}")
@@ -164,11 +167,16 @@ def _route_and_store(ctx: AppContext, row: dict[str, Any], parsed: ParsedDeliver
     enqueue only after the commit."""
     delivery = row["delivery_id"]
     with Session(ctx.engine, expire_on_commit=False) as session:
-        decision = route(session, ctx.settings, parsed, delivery_id=delivery)
+        decision = _without_active_twins(
+            session, route(session, ctx.settings, parsed, delivery_id=delivery)
+        )
+        if decision.outcome == QUEUED:
+            row = row | {"dedupe_key": content_key(parsed, ctx.settings.trigger_label)}
         run_ids = create_runs(session, decision.runs, trigger="webhook")
         try:
-            # The unique delivery id is the dedupe: a replay (or a concurrent copy) fails
-            # here and takes the runs it would have created with it.
+            # The unique delivery id and the unique key of what it is about are the dedupe:
+            # a replay (under any delivery id, or a concurrent copy) fails here and takes
+            # the runs it would have created with it.
             session.execute(
                 insert(WebhookDelivery).values(row | _outcome(decision) | {"run_ids": run_ids})
             )
@@ -181,6 +189,17 @@ def _route_and_store(ctx: AppContext, row: dict[str, Any], parsed: ParsedDeliver
     return _accepted(delivery, decision.outcome, decision.reason, run_ids)
 
 
+def _without_active_twins(session: Session, decision: Decision) -> Decision:
+    """The decision without the runs identical to one already queued or running."""
+    fresh, twins = without_active_twins(session, decision.runs)
+    if not twins:
+        return decision
+    held = f"identical run(s) already queued or running: {', '.join(f'#{i}' for i in twins)}"
+    if not fresh:
+        return Decision(RECORDED, f"{decision.reason}; {held}")
+    return Decision(QUEUED, f"{decision.reason}; {held}", fresh)
+
+
 def _accepted(delivery: str, outcome: str, reason: str | None, run_ids: list[int]) -> JSONResponse:
     if outcome == REJECTED:
         return _problem(400, reason or "malformed payload")
@@ -189,5 +208,8 @@ def _accepted(delivery: str, outcome: str, reason: str | None, run_ids: list[int
 
 
 def _duplicate(delivery: str) -> JSONResponse:
-    result = WebhookResult(status=DUPLICATE, delivery=delivery, reason="delivery already received")
+    result = WebhookResult(
+        status=DUPLICATE, delivery=delivery,
+        reason="delivery already received (this id, or the same event under another id)",
+    )
     return JSONResponse(result.model_dump(), status_code=status.HTTP_200_OK)

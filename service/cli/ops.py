@@ -16,13 +16,14 @@ from service.cli.common import (
     print_json,
     worker_id,
 )
+from service.domain.redaction import hide_url_passwords
 
 
 def migrate() -> None:
     """Create or upgrade the database schema."""
     settings = load_settings()
     migrated_engine(settings)
-    console.print(f"database at head: {settings.resolved_database_url}")
+    console.print(f"database at head: {hide_url_passwords(settings.resolved_database_url)}")
 
 
 def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
@@ -122,7 +123,8 @@ def serve(
             console.print(f"resuming {len(leftovers)} run(s) left from the last stop: {leftovers}")
     else:
         dispatcher = CeleryDispatcher(settings.broker_url)
-    console.print(f"ootci serving on http://{host}:{port}/ (database {settings.resolved_database_url})")
+    console.print(f"ootci serving on http://{host}:{port}/ "
+                  f"(database {hide_url_passwords(settings.resolved_database_url)})")
     serve_app(settings, host, port, dispatcher=dispatcher, engine=engine)
 
 

@@ -7,6 +7,7 @@ a list of RunDetail (one per torch spec, however many), ``rerun`` the new run's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,6 +28,10 @@ from service.cli.common import (
     print_json,
     worker_id,
 )
+from service.cli.terminal import printable
+
+# A tail is for reading on a terminal; the whole log is `GET /api/runs/N/steps/S/log`.
+MAX_LOG_LINES = 10_000
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -48,10 +53,16 @@ def run(
         Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
     ] = BUNDLED_BACKEND,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+    re_register: Annotated[
+        bool,
+        typer.Option("--re-register", help="Point the recipe's backend name at this tree "
+                     "even though another source registered it."),
+    ] = False,
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
-    from service.commands.runs import create_run, get_or_create_backend
+    from service.commands.backends import BackendNameTaken, register_backend
+    from service.commands.runs import create_run
     from service.db import session_scope
     from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
     from service.models import Run, RunState
@@ -74,9 +85,13 @@ def run(
     engine = migrated_engine(settings)
     _check_recorded_runs(engine, [p.run_id for p in parsed if p.kind == SourceKind.RUN])
 
-    with session_scope(engine) as s:
-        be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
-        run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+    try:
+        with session_scope(engine) as s:
+            be = register_backend(s, recipe.name, str(backend.resolve()),
+                                  changed_by=_cli_actor(), re_register=re_register)
+            run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+    except BackendNameTaken as exc:
+        die(str(exc))
 
     results: list[RunDetail] = []
     code = EXIT_OK
@@ -118,6 +133,18 @@ def _check_recorded_runs(engine: Engine, run_ids: list[int]) -> None:
                 recorded_torch(s, run_id)
             except NoRecordedTorch as exc:
                 die(str(exc))
+
+
+def _cli_actor() -> str:
+    """Who is at the keyboard, as far as this machine knows: recorded on backend changes."""
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry for the uid (containers)
+        user = f"uid{os.getuid()}"
+    return f"cli:{user}@{socket.gethostname()}"
 
 
 def rerun(
@@ -266,9 +293,12 @@ def list_runs(
 def show(
     run_id: Annotated[int, typer.Argument(help="Run id.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    log_lines: Annotated[int, typer.Option(help="Log tail lines per failed step.")] = 30,
+    log_lines: Annotated[
+        int, typer.Option(min=0, max=MAX_LOG_LINES, help="Log tail lines per failed step.")
+    ] = 30,
 ) -> None:
     """Show one run: steps, failures with their evidence, and the failing step's log tail."""
+    from service.api.logs import read_log
     from service.db import session_scope
     from service.models import StepStatus
     from service.schemas import run_detail
@@ -278,10 +308,12 @@ def show(
     with session_scope(engine) as s:
         run_row = _run_or_die(s, run_id)
         data = _detail_or_die(run_detail(s, run_id), run_id)
+        # Only the lines shown are read (read_log), and none when 0 are asked for.
         tails = {
-            st.name: st.read_log().decode("utf-8", "replace").splitlines()[-log_lines:]
+            st.name: read_log(st, offset=None, limit=None, tail=log_lines)
+            .data.decode("utf-8", "replace").splitlines()
             for st in run_row.steps
-            if st.status not in (StepStatus.PASSED, StepStatus.SKIPPED)
+            if log_lines and st.status not in (StepStatus.PASSED, StepStatus.SKIPPED)
         }
     if as_json:
         print_json(data.model_dump(mode="json"))
@@ -297,7 +329,7 @@ def show(
         steps.add_column(col)
     for st in data.steps:
         dur = f"{st.duration_s:.1f}s" if st.duration_s is not None else "-"
-        steps.add_row(st.name, st.status, dur, (st.summary or "")[:100])
+        steps.add_row(st.name, st.status, dur, printable((st.summary or "")[:100]))
     out.print(steps)
     # One entry per fingerprint: ten parametrisations of one break are one thing to read.
     groups: dict[str, list[FailureOut]] = {}
@@ -307,14 +339,15 @@ def show(
         f = group[0]
         more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
         # Node ids and "[category/subtype]" are text, not rich markup.
-        out.print("[red]✗[/] " + escape(f"{f.stage} {f.nodeid or ''}{more} [{f.category}/"
-                                        f"{f.subtype}] rule={f.rule} triage={f.triage}"),
-                  highlight=False)
+        # Node ids, lines and captures come from the build: text, not markup or escapes.
+        out.print("[red]✗[/] " + escape(printable(
+            f"{f.stage} {f.nodeid or ''}{more} [{f.category}/{f.subtype}] rule={f.rule} "
+            f"triage={f.triage}")), highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
-        out.print(f"    {where}{line}", markup=False, highlight=False)
+        out.print(printable(f"    {where}{line}"), markup=False, highlight=False)
         if f.captures:
-            out.print(f"    captures: {f.captures}", markup=False)
+            out.print(printable(f"    captures: {f.captures}"), markup=False)
     for name, lines in tails.items():
         out.rule(f"{name} log (last {len(lines)} lines)")
-        out.print("\n".join(lines), markup=False, highlight=False)
+        out.print(printable("\n".join(lines)), markup=False, highlight=False)

@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from service.commands.runs import RunRequestSpec
 from service.config import Settings
+from service.domain.admission import refusal
+from service.domain.torch_spec import TorchSpecError, parse_spec
 from service.github.events import (
     ParsedDelivery,
     PayloadError,
@@ -145,6 +147,12 @@ def _upstream_push(
         .limit(1)
     )
     spec = _installable_spec(build, settings) if build is not None else None
+    if spec is not None and not _callers_may_run(settings, spec):
+        return Decision(
+            RECORDED,
+            f"upstream {push.after[:12]} matches a torch build from a CLI-only spec ({spec}); "
+            "a webhook does not run it (OOTCI_API_ALLOW_ANY_TORCH_SPEC)",
+        )
     if spec is None:
         return Decision(
             RECORDED,
@@ -169,6 +177,20 @@ def _installable_spec(build: TorchBuild, settings: Settings) -> str | None:
     if build.source_kind == SourceKind.NIGHTLY:
         return f"pip:torch=={build.version}@@{settings.nightly_index_url}"
     return build.spec
+
+
+def _callers_may_run(settings: Settings, spec_text: str) -> bool:
+    """Webhook runs get what API callers get (service/domain/admission.py): a torch build
+    a CLI user made from a path: tree or a wheel URL is not for a delivery to run again."""
+    try:
+        spec = parse_spec(
+            spec_text,
+            nightly_index_url=settings.nightly_index_url,
+            pip_index_url=settings.pip_index_url,
+        )
+    except TorchSpecError:
+        return False
+    return refusal(spec, settings.caller_policy) is None
 
 
 def _normalise(url: str) -> str:

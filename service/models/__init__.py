@@ -1,7 +1,7 @@
 """All models, imported here so ``Base.metadata`` is complete for Alembic and create_all."""
 
 from service.domain.states import Outcome, RunState, StepName, StepStatus
-from service.models.backend import Backend
+from service.models.backend import Backend, BackendChange
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
@@ -12,6 +12,7 @@ from service.models.webhook import WebhookDelivery
 
 __all__ = [
     "Backend",
+    "BackendChange",
     "Base",
     "Breakage",
     "BreakageStatus",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import (
@@ -24,6 +25,8 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from service.domain.states import RunState, StepStatus
 from service.models.base import Base, utcnow
 from service.models.torch_build import TorchBuild
+
+STORED_TAIL_BYTES = 64 * 1024
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     # Its upstream build appeared (queued), or never did (errored: expired).
@@ -128,6 +131,9 @@ class Step(Base):
     log_path: Mapped[str | None] = mapped_column(String(2000))
     log_compressed: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     log_size: Mapped[int | None]
+    # The last STORED_TAIL_BYTES of the log, uncompressed: a tail (the dashboard's and the
+    # API's default view) is answered from here without inflating the whole log.
+    log_tail: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     summary: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[Run] = relationship(back_populates="steps")
@@ -135,6 +141,26 @@ class Step(Base):
     def store_log(self, data: bytes) -> None:
         self.log_compressed = zlib.compress(data, 6)
         self.log_size = len(data)
+        self.log_tail = data[-STORED_TAIL_BYTES:]
+
+    def iter_log(self, chunk: int = 1024 * 1024) -> Iterator[bytes]:
+        """The stored log in pieces of at most ``chunk`` bytes, inflated as they are read:
+        a reader holds one piece at a time, never the whole log."""
+        if self.log_compressed is None:
+            return
+        inflater = zlib.decompressobj()
+        compressed = memoryview(self.log_compressed)
+        # Fed in small slices: unconsumed_tail is a copy of whatever input is left over.
+        for at in range(0, len(compressed), 64 * 1024):
+            pending: bytes = compressed[at : at + 64 * 1024].tobytes()
+            while pending:
+                piece = inflater.decompress(pending, chunk)
+                pending = inflater.unconsumed_tail
+                if piece:
+                    yield piece
+        rest = inflater.flush()
+        if rest:
+            yield rest
 
     def read_log(self) -> bytes:
         if self.log_compressed is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import String, Text
+from sqlalchemy import Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
@@ -13,6 +13,7 @@ from service.models.base import Base, utcnow
 
 class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_dedupe_key", "dedupe_key", unique=True),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
@@ -24,3 +25,6 @@ class WebhookDelivery(Base):
     outcome: Mapped[str] = mapped_column(String(32), default="recorded")
     reason: Mapped[str | None] = mapped_column(Text)
     run_ids: Mapped[list[Any]] = mapped_column(default=list)
+    # Set on deliveries that queued runs: what they are about (service/github/dedupe.py),
+    # unique, so the same event under a new delivery id queues nothing.
+    dedupe_key: Mapped[str | None] = mapped_column(String(64))

@@ -208,3 +208,21 @@ def runs_by_id(session: Session, run_ids: Sequence[int | None]) -> dict[int, Run
     if not ids:
         return {}
     return {r.id: r for r in session.scalars(select(Run).where(Run.id.in_(ids)))}
+
+
+ActiveRunKey = tuple[int, str, str | None, str | None]
+
+
+def active_run_keys(session: Session, backend_ids: Collection[int]) -> dict[ActiveRunKey, int]:
+    """The queued or running runs of these backends by (backend, torch spec, backend sha,
+    the upstream sha they were triggered for): what a trigger would otherwise duplicate."""
+    rows = session.execute(
+        select(Run.id, Run.backend_id, Run.torch_spec, Run.backend_sha, Run.trigger_info)
+        .where(Run.state.in_(RunState.ACTIVE), Run.backend_id.in_(backend_ids))
+    )
+    keys: dict[ActiveRunKey, int] = {}
+    for run_id, backend_id, spec, backend_sha, info in rows:
+        sha = (info or {}).get("sha")
+        keys.setdefault((backend_id, spec, backend_sha, sha if isinstance(sha, str) else None),
+                        run_id)
+    return keys

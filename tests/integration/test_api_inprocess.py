@@ -3,8 +3,12 @@ runs the real pipeline (the same ``execute_run`` the Celery task calls)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import http.server
+import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +21,7 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
+from tests.support.fake_torch import build_wheel
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
@@ -34,7 +39,14 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
         webhook_secret=SECRET,
         default_torch="installed",
         rerun_failed_tests=False,
+        relay_repositories=["acme/torch-acme"],
     )
+    # The upstream PR's own build, published where the relay says (a PR run never borrows
+    # another torch): a small stand-in wheel served over loopback HTTP.
+    wheel = build_wheel(tmp_path / "pr-builds", "2.14.0", "e" * 40, {})
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(wheel.parent))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     assert settings.in_process
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
@@ -43,10 +55,12 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
     dispatcher = InProcessDispatcher(
         lambda run_id: execute_run(engine, settings, run_id, "in-process-test")
     )
-    body = (FIXTURES / "pull_request_labeled.json").read_bytes()
+    relayed = json.loads((FIXTURES / "repository_dispatch_pull_request.json").read_bytes())
+    relayed["client_payload"]["wheel_url"] = f"http://127.0.0.1:{server.server_port}/{wheel.name}"
+    body = json.dumps(relayed).encode()
     headers = {
         "Content-Type": "application/json",
-        "X-GitHub-Event": "pull_request",
+        "X-GitHub-Event": "repository_dispatch",
         "X-GitHub-Delivery": str(uuid.uuid4()),
         "X-Hub-Signature-256": "sha256="
         + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest(),
@@ -63,4 +77,6 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
         assert run["claimed_by"] is None and run["attempts"] == 1
         tests = client.get(f"/api/runs/{run_id}/tests").json()
         assert [r["nodeid"] for r in tests["results"]] == ["tests/test_ok.py::test_ok"]
+        assert run["torch_build"]["git_version"] == "e" * 40
+    server.shutdown()
     engine.dispose()

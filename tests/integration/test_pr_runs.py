@@ -102,6 +102,8 @@ def settings(tmp_path: Path, engine: Engine, pr_builds: tuple[Path, str]) -> Set
         pr_wheel_url_template=pr_builds[1] + "/{pr}/{sha}/torch-2.14.0-py3-none-any.whl",
         pr_wheel_wait_s=3600,
         public_url="https://ootci.example.org",
+        # The relay that forwards upstream's events (the fixture's repository).
+        relay_repositories=["acme/torch-acme"],
     )
 
 
@@ -232,7 +234,8 @@ def test_a_relayed_wheel_url_is_queued_at_once_and_a_404_errors_without_another_
 def test_without_a_wheel_source_nothing_is_queued(
     engine: Engine, tmp_path: Path, backend: Path
 ) -> None:
-    bare = Settings(home=tmp_path / "bare", database_url=str(engine.url), webhook_secret=SECRET)
+    bare = Settings(home=tmp_path / "bare", database_url=str(engine.url), webhook_secret=SECRET,
+                    relay_repositories=["acme/torch-acme"])
     with TestClient(create_app(bare, dispatcher=Recorder(), engine=engine)) as client:
         answer = deliver(client, labelled())
     assert answer["status"] == "recorded" and answer["run_ids"] == []

@@ -39,8 +39,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(engine: Engine, tmp: Path) -> Iterator[LiveServer]:
-    settings = Settings(home=tmp / "home", database_url=str(engine.url))
+def serve(engine: Engine, tmp: Path, settings: Settings | None = None) -> Iterator[LiveServer]:
+    settings = settings or Settings(home=tmp / "home", database_url=str(engine.url))
     app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",

@@ -149,7 +149,8 @@ class _RunContext:
             self.on_event(RunEvent(self.run_id, "line", name.value, text=line))
             self.renew()
 
-        sink = LogSink(log_path, on_line=on_line, masker=self.masker)
+        sink = LogSink(log_path, on_line=on_line, masker=self.masker,
+                       max_bytes=self.settings.step_log_max_mb * 1024 * 1024)
         outcomes: list[StepOutcome] = []
         status = StepStatus.ERRORED
         summary = ""

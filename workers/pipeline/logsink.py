@@ -3,6 +3,12 @@
 Every line reaches the file before the next one is read, so a step that is killed (timeout,
 OOM, a worker restart) leaves a log holding everything it printed up to that moment. Known
 secret values are masked before a line goes anywhere (file, tail, progress display).
+
+A log is capped (``max_bytes``): the first half of the budget goes to the file as it comes;
+once that is full, lines are held in a bounded tail (the other half) and written at close
+after one line saying how much was cut. A step that prints for ever costs the worker, the
+database and every reader at most ``max_bytes``; the head (how it started) and the tail
+(how it ended) are what a diagnosis reads. While the step runs, readers see the head.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 
 from workers.pipeline.masking import SecretMasker
+
+DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
 class LogSink:
@@ -29,16 +37,23 @@ class LogSink:
         on_line: Callable[[str], None] | None = None,
         tail_lines: int = 200,
         masker: SecretMasker | None = None,
+        max_bytes: int = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8", errors="replace")
+        self._file = self.path.open("ab")
         self._on_line = on_line
         # Without the worker's settings, the secrets its environment holds.
         self._mask = masker or SecretMasker.from_environ(os.environ)
         self._tail: deque[str] = deque(maxlen=tail_lines)
         self._lock = threading.Lock()
         self.lines_written = 0
+        self._head_room = max_bytes // 2 - self.path.stat().st_size
+        self._tail_budget = max_bytes - max_bytes // 2
+        self._held: deque[bytes] = deque()  # the tail held back once the head is full
+        self._held_bytes = 0
+        self.cut_bytes = 0
+        self.cut_lines = 0
 
     def write(self, line: str) -> None:
         """Append one line (a trailing newline is dropped, embedded ones split it)."""
@@ -46,12 +61,37 @@ class LogSink:
             with self._lock:
                 if self._file.closed:
                     raise ValueError(f"log {self.path} is closed")
-                self._file.write(part + "\n")
-                self._file.flush()
+                self._keep((part + "\n").encode("utf-8", "replace"))
                 self._tail.append(part)
                 self.lines_written += 1
             if self._on_line is not None:
                 self._on_line(part)
+
+    def _keep(self, line: bytes) -> None:
+        """Write ``line`` while the head has room, else hold it in the bounded tail."""
+        if self._head_room >= len(line) and not self._held:
+            self._file.write(line)
+            self._file.flush()
+            self._head_room -= len(line)
+            return
+        self._head_room = 0
+        self._held.append(line)
+        self._held_bytes += len(line)
+        while self._held_bytes > self._tail_budget and self._held:
+            dropped = self._held.popleft()
+            self._held_bytes -= len(dropped)
+            self.cut_bytes += len(dropped)
+            self.cut_lines += 1
+
+    def _write_held_tail(self) -> None:
+        if self.cut_lines:
+            self._file.write(
+                f"ootci: log capped: {self.cut_bytes} bytes ({self.cut_lines} lines) cut here; "
+                "the head above and the tail below are kept\n".encode()
+            )
+        self._file.writelines(self._held)
+        self._held.clear()
+        self._held_bytes = 0
 
     def tail(self, n: int = 50) -> list[str]:
         """The last ``n`` lines written (at most the buffer's size)."""
@@ -62,6 +102,7 @@ class LogSink:
     def close(self) -> None:
         with self._lock:
             if not self._file.closed:
+                self._write_held_tail()
                 self._file.close()
 
     @property

@@ -60,6 +60,7 @@ def settings(tmp_path: Path) -> Settings:
         default_torch="installed",
         pins=["pip:torch==2.13.0", "pip:torch==2.14.1"],
         pr_wheel_url_template=PR_WHEELS + "/{pr}/{sha}/torch-2.14.0-py3-none-any.whl",
+        relay_repositories=["acme/torch-acme"],
     )
 
 
@@ -114,7 +115,7 @@ def counts(engine: Engine) -> tuple[int, int]:
 
 def test_signature_helper_matches_githubs_documented_example() -> None:
     # From GitHub's "Validating webhook deliveries": secret and payload give this digest.
-    from service.api.webhooks import signature_matches
+    from service.github.relay import signature_matches
 
     expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     assert signature_matches(SECRET.encode(), b"Hello, World!", expected)
@@ -283,9 +284,32 @@ def test_upstream_push_without_a_build_is_recorded_with_reason(
     assert counts(engine)[0] == 0
 
 
-def test_upstream_push_with_a_known_build_queues_runs_on_it(
+def test_upstream_push_matching_a_cli_only_build_is_recorded_not_run(
     client: TestClient, engine: Engine
 ) -> None:
+    """A wheel: build came from the CLI; a delivery gets only what API callers get."""
+    sha = json.loads(fixture_body("push_upstream_main.json"))["after"]
+    with session_scope(engine) as s:
+        s.add(TorchBuild(spec="path:/srv/torch-overlay", source_kind=SourceKind.PATH,
+                         version="2.15.0a0+gitb7e4c1d", git_version=sha))
+    resp = post(client, fixture_body("push_upstream_main.json"), "push")
+    assert resp.json()["status"] == "recorded"
+    assert "CLI-only" in resp.json()["reason"]
+    assert counts(engine)[0] == 0
+
+
+def test_upstream_push_with_a_known_build_queues_runs_on_it(
+    engine: Engine, settings: Settings, dispatcher: CommitCheckingDispatcher
+) -> None:
+    """The operator may let callers run any spec; then a wheel build of the commit runs."""
+    with session_scope(engine) as s:
+        get_or_create_backend(s, "torch_openreg", "/srv/backends/torch_openreg")
+    permissive = settings.model_copy(update={"api_allow_any_torch_spec": True})
+    with TestClient(create_app(permissive, dispatcher=dispatcher, engine=engine)) as client:
+        _upstream_push_with_a_wheel_build_queues_it(client, engine)
+
+
+def _upstream_push_with_a_wheel_build_queues_it(client: TestClient, engine: Engine) -> None:
     sha = json.loads(fixture_body("push_upstream_main.json"))["after"]
     with session_scope(engine) as s:
         s.add(
