@@ -384,36 +384,92 @@ def test_crash_after_the_last_test_is_recorded(installed: TorchEnv, tmp_path: Pa
     assert result.step.status is StepStatus.FAILED
 
 
-def test_a_torch_that_cannot_be_imported_is_an_import_failure_with_its_cause(
-    installed: TorchEnv, tmp_path: Path
-) -> None:
-    """An autoloaded backend with an undefined symbol breaks `import torch` inside pytest's
-    conftest, where the cause is not printed: the step probes the import and records it."""
-    from dataclasses import replace
+UNDEFINED_EXT = """\
+#include <Python.h>
+namespace c10 {
+// Declared by the torch the backend was built for; the installed libc10 does not have it.
+void* getPrivateUse1DeviceAllocatorLegacy();
+}
+static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+PyMODINIT_FUNC PyInit__C() {
+  c10::getPrivateUse1DeviceAllocatorLegacy();
+  return PyModule_Create(&module);
+}
+"""
 
+
+def _installed_backend(site: Path, python: Path) -> None:
+    """A backend torch autoloads (a dist-info entry point), whose extension references a
+    c10 symbol the installed libc10 lacks: the loader refuses it at import."""
+    import subprocess
+    import sysconfig
+
+    pkg = site / "vendor_backend"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from vendor_backend import _C\n\ndef _autoload():\n    pass\n")
+    info = site / "vendor_backend-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor_backend\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\nvendor = vendor_backend:_autoload\n")
+    (site / "ext.cpp").write_text(UNDEFINED_EXT)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    subprocess.run(["g++", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    str(site / "ext.cpp"), "-o", str(pkg / f"_C{suffix}")], check=True)
+
+
+def _import_finding(record: object) -> object:
     from service.domain.classify import classify_test_failure
     from service.domain.verdict import Stage
 
-    shadow = tmp_path / "shadow"
-    (shadow / "torch").mkdir(parents=True)
-    # As torch's autoload does: the backend's ImportError wrapped in a RuntimeError.
-    (shadow / "torch" / "__init__.py").write_text(
-        "try:\n"
-        "    raise ImportError('/envs/x/torch_openreg/lib/libtorch_openreg.so: undefined "
-        "symbol: _ZN3c1013CachingHostAllocator9copy_dataEPvPKvm')\n"
-        "except ImportError as err:\n"
-        "    raise RuntimeError('Failed to load the backend extension: torch_openreg.') from err\n"
-    )
+    return classify_test_failure(record.nodeid, record.message, record.details,  # type: ignore[attr-defined]
+                                 Stage.IMPORT, outcome=record.outcome)  # type: ignore[attr-defined]
+
+
+def test_an_autoloaded_backend_that_fails_to_load_is_reported_by_its_innermost_cause(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    """pytest's conftest shows only torch's "Failed to load the backend extension"; the
+    probe runs from a neutral directory with -P, so the backend's *source tree* (the suite's
+    working directory, with an unbuilt package of the same name) cannot shadow the installed
+    backend, and it reports the loader's own words with the demangled symbol."""
+    from dataclasses import replace
+
+    site = tmp_path / "site"
+    _installed_backend(site, installed.python)
     suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
     (suite / "tests" / "conftest.py").write_text("import torch\n")
-    broken = replace(installed, pythonpath=(shadow, *installed.pythonpath))
-    result = run(suite, broken, tmp_path)
+    decoy = suite / "vendor_backend"  # the source tree: importing it gives a circular import
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("from vendor_backend import _C\n")
+    env = replace(installed, pythonpath=(site, *installed.pythonpath))
+    result = run(suite, env, tmp_path)
+
     assert result.step.status is StepStatus.FAILED
     (record,) = result.results
     assert record.outcome == "error" and "::" not in record.nodeid
-    assert "undefined symbol" in (record.message or "")
-    finding = classify_test_failure(
-        record.nodeid, record.message, record.details, Stage.IMPORT, outcome=record.outcome
-    )
-    assert (finding.stage, finding.subtype.value) == (Stage.IMPORT, "link-abi")
-    assert "copy_data" in " ".join(finding.captures.values())
+    assert "undefined symbol: _ZN3c1035getPrivateUse1DeviceAllocatorLegacyEv" in (record.message or "")
+    assert "partially initialized" not in (record.details or "")
+    finding = _import_finding(record)
+    assert (finding.category.value, finding.subtype.value, finding.rule) == (  # type: ignore[attr-defined]
+        "upstream", "link-abi", "import-undefined-symbol")
+    assert finding.captures["demangled"] == "c10::getPrivateUse1DeviceAllocatorLegacy()"  # type: ignore[attr-defined]
+
+
+def test_a_torch_that_does_not_import_by_itself_is_upstream_torch_unusable(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    # A dependency torch imports first, too old for it: torch fails before any backend.
+    (broken / "typing_extensions.py").write_text("# an old release\n")
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
+    (suite / "tests" / "conftest.py").write_text("import torch\n")
+    result = run(suite, replace(installed, pythonpath=(broken, *installed.pythonpath)), tmp_path)
+
+    (record,) = result.results
+    finding = _import_finding(record)
+    assert (finding.category.value, finding.subtype.value) == ("upstream", "torch-unusable")  # type: ignore[attr-defined]
+    assert finding.captures["exception"] == "ImportError"  # type: ignore[attr-defined]
+    assert "typing_extensions" in finding.captures["cause"]  # type: ignore[attr-defined]
