@@ -473,3 +473,51 @@ def test_a_torch_that_does_not_import_by_itself_is_upstream_torch_unusable(
     assert (finding.category.value, finding.subtype.value) == ("upstream", "torch-unusable")  # type: ignore[attr-defined]
     assert finding.captures["exception"] == "ImportError"  # type: ignore[attr-defined]
     assert "typing_extensions" in finding.captures["cause"]  # type: ignore[attr-defined]
+
+
+def _tiny_wheel(dest: Path, name: str) -> Path:
+    import zipfile
+
+    path = dest / f"{name}-1.0-py3-none-any.whl"
+    dist = f"{name}-1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{name}/__init__.py", "READY = True\n")
+        zf.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        zf.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
+                    "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+USES_TESTDEP = """
+    from ootci_testdep_probe import READY
+
+    def test_dependency_is_there():
+        assert READY
+"""
+
+
+def test_the_recipes_test_requires_are_installed_before_the_suite(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    wheel = _tiny_wheel(tmp_path, "ootci_testdep_probe")
+    suite = make_suite(tmp_path, {"test_dep.py": USES_TESTDEP})
+    with (suite / "ootci.toml").open("a") as recipe:
+        recipe.write(f'requires = ["{wheel}"]\n')
+    result = run(suite, installed, tmp_path)
+    assert outcomes(result) == {"test_dependency_is_there": "passed"}
+
+
+def test_a_missing_test_dependency_is_the_environments_not_upstreams(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    from service.domain.classify import classify_test_failure
+    from service.domain.verdict import Stage
+
+    suite = make_suite(tmp_path, {"test_dep.py": USES_TESTDEP.replace("probe", "absent")})
+    result = run(suite, installed, tmp_path)
+    (record,) = result.results
+    finding = classify_test_failure(record.nodeid, record.message, record.details, Stage.IMPORT,
+                                    outcome=record.outcome)
+    assert (finding.category.value, finding.subtype.value) == ("infra", "environment")
+    assert finding.captures["module"] == "ootci_testdep_absent"

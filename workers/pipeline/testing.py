@@ -172,6 +172,26 @@ def _plugin_environ(
     return environ
 
 
+def install_test_requirements(recipe: Recipe, env: TorchEnv, work_dir: Path, log: LogSink) -> bool:
+    """Install the suite's own dependencies (``[test] requires`` or the backend's ``test``
+    extra) into the run's env. Wheels only (no sdist's setup.py runs outside the sandbox)
+    and torch held at the env's version (a test dependency must not replace the torch under
+    test). A failure is logged, not raised: the suite then reports what it misses, and a
+    missing module that is neither torch nor the backend is classified as the environment's."""
+    if not recipe.test_requires:
+        return True
+    constraints = work_dir / "test-constraints.txt"
+    constraints.write_text(f"torch=={env.version}\n", encoding="utf-8")
+    command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
+               "--only-binary=:all:", "-c", str(constraints), *recipe.test_requires]
+    log.write(f"ootci: installing the suite's test requirements: {' '.join(recipe.test_requires)}")
+    result = run_streaming(command, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
+                           log=log, timeout_s=1800)
+    if result.returncode != 0:
+        log.write(f"ootci: installing the test requirements failed (exit {result.returncode})")
+    return result.returncode == 0
+
+
 def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
     """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
     step's ``sandbox``: the env's .pth files run, and a build may have written them."""
@@ -359,6 +379,7 @@ def run_tests(
         sandbox.prepare()
     results_path = work_dir / RESULTS_FILE
     results_path.unlink(missing_ok=True)
+    install_test_requirements(recipe, env, work_dir, log)
     per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
     timeout_args: list[str] = []
     if has_module(env, "pytest_timeout", sandbox):
