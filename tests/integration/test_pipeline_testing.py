@@ -521,3 +521,31 @@ def test_a_missing_test_dependency_is_the_environments_not_upstreams(
                                     outcome=record.outcome)
     assert (finding.category.value, finding.subtype.value) == ("infra", "environment")
     assert finding.captures["module"] == "ootci_testdep_absent"
+
+
+def test_a_collection_error_says_how_many_tests_it_hid(installed: TorchEnv, tmp_path: Path) -> None:
+    hiding = """
+        import ootci_not_installed_anywhere
+
+        def test_one():
+            pass
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_two(n):
+            pass
+
+        class TestGroup:
+            def test_three(self):
+                pass
+
+            def helper(self):
+                pass
+    """
+    suite = make_suite(tmp_path, {"test_hiding.py": hiding, "test_ok.py": "def test_ok():\n    pass\n"})
+    result = run(suite, installed, tmp_path)
+    records = {r.nodeid: r for r in result.results}
+    hidden = records["tests/test_hiding.py"]
+    assert hidden.outcome == "error"
+    assert "ootci: this collection error hid 3 test(s) of tests/test_hiding.py" in (hidden.details or "")
+    assert records["tests/test_ok.py::test_ok"].outcome == "passed"
+    assert result.step.status is StepStatus.FAILED
