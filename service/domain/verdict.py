@@ -49,6 +49,13 @@ class Subtype(enum.StrEnum):
     CRASH = "crash"
     # Toolchain
     LANGUAGE_STANDARD = "language-standard"
+    # The build machine lacks a tool the torch build demands (a CUDA wheel's toolkit).
+    TOOLCHAIN = "toolchain"
+    # torch itself does not import in a fresh environment: nothing of the backend ran.
+    TORCH_UNUSABLE = "torch-unusable"
+    # The run's environment lacks something neither torch nor the backend provides
+    # (a test dependency): fix the recipe or the machine, not the code.
+    ENVIRONMENT = "environment"
     # Infra
     PIP_RESOLVE = "pip-resolve"
     NETWORK = "network"

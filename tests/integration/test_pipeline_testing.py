@@ -384,36 +384,168 @@ def test_crash_after_the_last_test_is_recorded(installed: TorchEnv, tmp_path: Pa
     assert result.step.status is StepStatus.FAILED
 
 
-def test_a_torch_that_cannot_be_imported_is_an_import_failure_with_its_cause(
-    installed: TorchEnv, tmp_path: Path
-) -> None:
-    """An autoloaded backend with an undefined symbol breaks `import torch` inside pytest's
-    conftest, where the cause is not printed: the step probes the import and records it."""
-    from dataclasses import replace
+UNDEFINED_EXT = """\
+#include <Python.h>
+namespace c10 {
+// Declared by the torch the backend was built for; the installed libc10 does not have it.
+void* getPrivateUse1DeviceAllocatorLegacy();
+}
+static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+PyMODINIT_FUNC PyInit__C() {
+  c10::getPrivateUse1DeviceAllocatorLegacy();
+  return PyModule_Create(&module);
+}
+"""
 
+
+def _installed_backend(site: Path, python: Path) -> None:
+    """A backend torch autoloads (a dist-info entry point), whose extension references a
+    c10 symbol the installed libc10 lacks: the loader refuses it at import."""
+    import subprocess
+    import sysconfig
+
+    pkg = site / "vendor_backend"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from vendor_backend import _C\n\ndef _autoload():\n    pass\n")
+    info = site / "vendor_backend-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor_backend\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\nvendor = vendor_backend:_autoload\n")
+    (site / "ext.cpp").write_text(UNDEFINED_EXT)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    subprocess.run(["g++", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    str(site / "ext.cpp"), "-o", str(pkg / f"_C{suffix}")], check=True)
+
+
+def _import_finding(record: object) -> object:
     from service.domain.classify import classify_test_failure
     from service.domain.verdict import Stage
 
-    shadow = tmp_path / "shadow"
-    (shadow / "torch").mkdir(parents=True)
-    # As torch's autoload does: the backend's ImportError wrapped in a RuntimeError.
-    (shadow / "torch" / "__init__.py").write_text(
-        "try:\n"
-        "    raise ImportError('/envs/x/torch_openreg/lib/libtorch_openreg.so: undefined "
-        "symbol: _ZN3c1013CachingHostAllocator9copy_dataEPvPKvm')\n"
-        "except ImportError as err:\n"
-        "    raise RuntimeError('Failed to load the backend extension: torch_openreg.') from err\n"
-    )
+    return classify_test_failure(record.nodeid, record.message, record.details,  # type: ignore[attr-defined]
+                                 Stage.IMPORT, outcome=record.outcome)  # type: ignore[attr-defined]
+
+
+def test_an_autoloaded_backend_that_fails_to_load_is_reported_by_its_innermost_cause(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    """pytest's conftest shows only torch's "Failed to load the backend extension"; the
+    probe runs from a neutral directory with -P, so the backend's *source tree* (the suite's
+    working directory, with an unbuilt package of the same name) cannot shadow the installed
+    backend, and it reports the loader's own words with the demangled symbol."""
+    from dataclasses import replace
+
+    site = tmp_path / "site"
+    _installed_backend(site, installed.python)
     suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
     (suite / "tests" / "conftest.py").write_text("import torch\n")
-    broken = replace(installed, pythonpath=(shadow, *installed.pythonpath))
-    result = run(suite, broken, tmp_path)
+    decoy = suite / "vendor_backend"  # the source tree: importing it gives a circular import
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("from vendor_backend import _C\n")
+    env = replace(installed, pythonpath=(site, *installed.pythonpath))
+    result = run(suite, env, tmp_path)
+
     assert result.step.status is StepStatus.FAILED
     (record,) = result.results
     assert record.outcome == "error" and "::" not in record.nodeid
-    assert "undefined symbol" in (record.message or "")
-    finding = classify_test_failure(
-        record.nodeid, record.message, record.details, Stage.IMPORT, outcome=record.outcome
-    )
-    assert (finding.stage, finding.subtype.value) == (Stage.IMPORT, "link-abi")
-    assert "copy_data" in " ".join(finding.captures.values())
+    assert "undefined symbol: _ZN3c1035getPrivateUse1DeviceAllocatorLegacyEv" in (record.message or "")
+    assert "partially initialized" not in (record.details or "")
+    finding = _import_finding(record)
+    assert (finding.category.value, finding.subtype.value, finding.rule) == (  # type: ignore[attr-defined]
+        "upstream", "link-abi", "import-undefined-symbol")
+    assert finding.captures["demangled"] == "c10::getPrivateUse1DeviceAllocatorLegacy()"  # type: ignore[attr-defined]
+
+
+def test_a_torch_that_does_not_import_by_itself_is_upstream_torch_unusable(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    # A dependency torch imports first, too old for it: torch fails before any backend.
+    (broken / "typing_extensions.py").write_text("# an old release\n")
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
+    (suite / "tests" / "conftest.py").write_text("import torch\n")
+    result = run(suite, replace(installed, pythonpath=(broken, *installed.pythonpath)), tmp_path)
+
+    (record,) = result.results
+    finding = _import_finding(record)
+    assert (finding.category.value, finding.subtype.value) == ("upstream", "torch-unusable")  # type: ignore[attr-defined]
+    assert finding.captures["exception"] == "ImportError"  # type: ignore[attr-defined]
+    assert "typing_extensions" in finding.captures["cause"]  # type: ignore[attr-defined]
+
+
+def _tiny_wheel(dest: Path, name: str) -> Path:
+    import zipfile
+
+    path = dest / f"{name}-1.0-py3-none-any.whl"
+    dist = f"{name}-1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"{name}/__init__.py", "READY = True\n")
+        zf.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        zf.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
+                    "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+USES_TESTDEP = """
+    from ootci_testdep_probe import READY
+
+    def test_dependency_is_there():
+        assert READY
+"""
+
+
+def test_the_recipes_test_requires_are_installed_before_the_suite(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    wheel = _tiny_wheel(tmp_path, "ootci_testdep_probe")
+    suite = make_suite(tmp_path, {"test_dep.py": USES_TESTDEP})
+    with (suite / "ootci.toml").open("a") as recipe:
+        recipe.write(f'requires = ["{wheel}"]\n')
+    result = run(suite, installed, tmp_path)
+    assert outcomes(result) == {"test_dependency_is_there": "passed"}
+
+
+def test_a_missing_test_dependency_is_the_environments_not_upstreams(
+    installed: TorchEnv, tmp_path: Path
+) -> None:
+    from service.domain.classify import classify_test_failure
+    from service.domain.verdict import Stage
+
+    suite = make_suite(tmp_path, {"test_dep.py": USES_TESTDEP.replace("probe", "absent")})
+    result = run(suite, installed, tmp_path)
+    (record,) = result.results
+    finding = classify_test_failure(record.nodeid, record.message, record.details, Stage.IMPORT,
+                                    outcome=record.outcome)
+    assert (finding.category.value, finding.subtype.value) == ("infra", "environment")
+    assert finding.captures["module"] == "ootci_testdep_absent"
+
+
+def test_a_collection_error_says_how_many_tests_it_hid(installed: TorchEnv, tmp_path: Path) -> None:
+    hiding = """
+        import ootci_not_installed_anywhere
+
+        def test_one():
+            pass
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_two(n):
+            pass
+
+        class TestGroup:
+            def test_three(self):
+                pass
+
+            def helper(self):
+                pass
+    """
+    suite = make_suite(tmp_path, {"test_hiding.py": hiding, "test_ok.py": "def test_ok():\n    pass\n"})
+    result = run(suite, installed, tmp_path)
+    records = {r.nodeid: r for r in result.results}
+    hidden = records["tests/test_hiding.py"]
+    assert hidden.outcome == "error"
+    assert "ootci: this collection error hid 3 test(s) of tests/test_hiding.py" in (hidden.details or "")
+    assert records["tests/test_ok.py::test_ok"].outcome == "passed"
+    assert result.step.status is StepStatus.FAILED

@@ -14,10 +14,25 @@ from service.commands import culprits
 from service.commands.breakages import record_occurrences, resolve_fixed
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
-from service.domain.classify import classify_log, classify_test_failure
+from service.domain.classify import (
+    backend_packages,
+    blame_own_module,
+    classify_log,
+    classify_test_failure,
+)
 from service.domain.triage import TriageEvidence, run_verdict, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
-from service.models import Failure, Outcome, Run, RunState, Step, StepName, StepStatus, TorchBuild
+from service.models import (
+    Backend,
+    Failure,
+    Outcome,
+    Run,
+    RunState,
+    Step,
+    StepName,
+    StepStatus,
+    TorchBuild,
+)
 from service.queries.baseline import Baseline, baseline_for
 from service.queries.regression import range_for
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
@@ -45,7 +60,7 @@ def _step(run: Run, name: StepName) -> Step | None:
 
 
 def _classified_failures(
-    run: Run, build: StepOutcome, tests: TestRunOutcome | None
+    run: Run, build: StepOutcome, tests: TestRunOutcome | None, own: frozenset[str]
 ) -> list[tuple[Failure, Finding | None]]:
     found: list[tuple[Failure, Finding | None]] = []
     if build.status is not StepStatus.PASSED:
@@ -59,7 +74,8 @@ def _classified_failures(
         # A test module that fails to import (collection error) is the import stage: that is
         # where an undefined symbol in the backend's .so shows up.
         stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
-        finding = classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome)
+        finding = blame_own_module(
+            classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome), own)
         found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
     if not results and tests.step.status is not StepStatus.PASSED:
         # The runner itself failed (no per-test evidence): classify its log.
@@ -128,7 +144,8 @@ def collect(
     note: Callable[[str], None],
 ) -> RunState:
     """Classify, triage and group the run's failures; return the state the run ends in."""
-    pairs = _classified_failures(run, build, tests)
+    own = backend_packages(session.get_one(Backend, run.backend_id).name)
+    pairs = _classified_failures(run, build, tests, own)
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
     baseline = baseline_for(session, run, list(settings.pins))
     verdicts: list[TriageVerdict] = []

@@ -10,10 +10,13 @@ env = { MAX_JOBS = "2" }              # optional
 command = ["{python}", "-m", "pytest", "tests", "--junitxml={junit}"]
 timeout_per_test = 300                # optional, seconds
 env = { OPENREG_STRICT = "1" }        # optional
+requires = ["expecttest", "numpy"]    # optional; default: pyproject's `test` extra
 ```
 Commands run from the backend dir. ``{python}`` becomes the provisioned interpreter and
 ``{junit}`` the JUnit XML path. ``[build] env`` becomes ``Recipe.env`` (the build step's),
 ``[test] env`` becomes ``Recipe.test_env``: a test switch must not change what gets built.
+``[test] requires`` are the suite's own dependencies, installed into the run's env before
+it runs; without it, the backend's ``[project.optional-dependencies] test`` (pyproject.toml).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ RECIPE_FILE = "ootci.toml"
 _KNOWN = {
     "backend": {"name"},
     "build": {"command", "env"},
-    "test": {"command", "timeout_per_test", "env"},
+    "test": {"command", "timeout_per_test", "env", "requires"},
 }
 
 
@@ -96,7 +99,34 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
         timeout_per_test_s=timeout,
         env=_env(data, "build", path),
         test_env=_env(data, "test", path),
+        test_requires=_test_requires(data, path, source_dir),
     )
+
+
+def _test_requires(data: dict[str, Any], path: Path, source_dir: Path) -> tuple[str, ...]:
+    if "requires" in data["test"]:
+        requires = data["test"]["requires"]
+        if not isinstance(requires, list) or not all(
+            isinstance(r, str) and r.strip() for r in requires
+        ):
+            raise RecipeError(f"{path}: test.requires must be a list of pip requirement strings")
+        return tuple(requires)
+    return _test_extra(source_dir)
+
+
+def _test_extra(source_dir: Path) -> tuple[str, ...]:
+    """The backend's declared `test` extra; a pyproject ootci cannot read declares none
+    (the build step, not the recipe, is where a broken pyproject is reported)."""
+    pyproject = source_dir / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return ()
+    extras = project.get("optional-dependencies", {}) if isinstance(project, dict) else {}
+    test = extras.get("test", []) if isinstance(extras, dict) else []
+    if not isinstance(test, list):
+        return ()
+    return tuple(r for r in test if isinstance(r, str) and r.strip())
 
 
 def _table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from service.domain.states import Outcome, StepStatus
+from workers.pipeline.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import (
     ProcResult,
@@ -171,11 +172,31 @@ def _plugin_environ(
     return environ
 
 
+def install_test_requirements(recipe: Recipe, env: TorchEnv, work_dir: Path, log: LogSink) -> bool:
+    """Install the suite's own dependencies (``[test] requires`` or the backend's ``test``
+    extra) into the run's env. Wheels only (no sdist's setup.py runs outside the sandbox)
+    and torch held at the env's version (a test dependency must not replace the torch under
+    test). A failure is logged, not raised: the suite then reports what it misses, and a
+    missing module that is neither torch nor the backend is classified as the environment's."""
+    if not recipe.test_requires:
+        return True
+    constraints = work_dir / "test-constraints.txt"
+    constraints.write_text(f"torch=={env.version}\n", encoding="utf-8")
+    command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
+               "--only-binary=:all:", "-c", str(constraints), *recipe.test_requires]
+    log.write(f"ootci: installing the suite's test requirements: {' '.join(recipe.test_requires)}")
+    result = run_streaming(command, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
+                           log=log, timeout_s=1800)
+    if result.returncode != 0:
+        log.write(f"ootci: installing the test requirements failed (exit {result.returncode})")
+    return result.returncode == 0
+
+
 def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
     """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
     step's ``sandbox``: the env's .pth files run, and a build may have written them."""
     probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    command = [str(env.python), "-c", probe]
+    command = [str(env.python), "-P", "-c", probe]  # -P: the cwd cannot shadow the env
     cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
         proc = subprocess.run(
@@ -358,6 +379,7 @@ def run_tests(
         sandbox.prepare()
     results_path = work_dir / RESULTS_FILE
     results_path.unlink(missing_ok=True)
+    install_test_requirements(recipe, env, work_dir, log)
     per_test_s = min(recipe.timeout_per_test_s, per_test_timeout_s)
     timeout_args: list[str] = []
     if has_module(env, "pytest_timeout", sandbox):
@@ -382,7 +404,7 @@ def run_tests(
         log.write(f"ootci: running only {len(runner.only)} test(s): the failures being rerun")
     records, first, problem = _run_until_done(runner)
     if problem is not None and not records:
-        import_error = _probe_import(recipe, env, build_dir, log, sandbox)
+        import_error = _probe_import(recipe, env, build_dir, work_dir, log, sandbox)
         if import_error is not None:
             # Not infrastructure: torch (with the backend autoloaded) cannot be imported.
             records[import_error.nodeid] = import_error
@@ -399,45 +421,41 @@ def run_tests(
 
 
 IMPORT_NODEID = "<import torch>"
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
 
 
 def _probe_import(
     recipe: Recipe,
     env: TorchEnv,
     build_dir: Path | None,
+    work_dir: Path,
     log: LogSink,
     sandbox: StepSandbox | None,
 ) -> TestRecord | None:
-    """When pytest dies before running a test, ``import torch`` in the same environment
-    tells why: pytest's conftest report drops the chained cause (an autoloaded backend's
-    ``undefined symbol``), a plain interpreter prints it."""
+    """When pytest dies before running a test, ask the environment why (import_probe.py):
+    torch alone first (autoload off), then torch with the backend autoloaded. pytest's
+    conftest report drops the chained cause; the probe reports the innermost one."""
     overrides = dict(recipe.test_env)
     if build_dir is not None:
         overrides["OPENREG_BUILD_DIR"] = str(build_dir)
     environ = child_env(overrides, pythonpath_front=list(env.pythonpath))
-    command = [str(env.python), "-c", "import torch"]  # the backend's code: sandboxed
-    try:
-        proc = subprocess.run(
-            sandbox.command(command, recipe.source_dir) if sandbox else command,
-            cwd=recipe.source_dir, env=environ, capture_output=True, text=True, timeout=300,
-            preexec_fn=sandbox.preexec() if sandbox else None,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.write(f"ootci: could not probe `import torch`: {exc}")
-        return None
-    if proc.returncode == 0:
-        return None
-    output = (proc.stdout + proc.stderr).strip()
-    log.write("ootci: pytest ran no test; `import torch` in the same environment says:")
-    log.write(output)
-    # The first exception printed is the root of a chained traceback ("The above exception
-    # was the direct cause..."): the backend's ImportError, not torch's wrapper around it.
-    exceptions = [line for line in output.splitlines() if _EXCEPTION_LINE.match(line)]
-    message = exceptions[0] if exceptions else f"import torch exited with {proc.returncode}"
-    return TestRecord(
-        nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message, details=output[-20000:]
-    )
+    neutral = work_dir / "import-probe"  # empty: nothing of the source tree is importable
+    for torch_itself, probe_env in ((True, without_autoload(environ)), (False, environ)):
+        try:
+            # The backend's code runs in the second probe: sandboxed like the tests.
+            result = probe_import(env.python, "torch", probe_env, neutral, sandbox=sandbox)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.write(f"ootci: could not probe `import torch`: {exc}")
+            return None
+        if not result.failed:
+            continue
+        what = "torch alone (autoload off)" if torch_itself else "torch with the backend autoloaded"
+        log.write(f"ootci: pytest ran no test; `import torch` of {what} in the same env says:")
+        text = decisive_text(result, torch_itself=torch_itself)
+        log.write(text)
+        message = text.splitlines()[0] if text else f"import torch exited with {result.returncode}"
+        return TestRecord(nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message,
+                          details=text[-20000:])
+    return None
 
 
 def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult, str | None]:

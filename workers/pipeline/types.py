@@ -72,6 +72,8 @@ class Recipe:
     timeout_per_test_s: int = 300
     env: dict[str, str] = field(default_factory=dict)  # [build] env
     test_env: dict[str, str] = field(default_factory=dict)  # [test] env
+    # [test] requires (pip requirement strings), else the backend's own `test` extra.
+    test_requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

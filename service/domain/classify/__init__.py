@@ -9,16 +9,22 @@ Stable entry points for the pipeline:
   ``ootci reclassify`` with changed rules); ``RuleSet.digest`` identifies the rules that
   produced a verdict. Both entry points take ``rules=`` to classify with another set.
 
+- ``blame_own_module(finding, backend_packages(name))``: a missing module of the backend's
+  own package is the backend's, not the environment's.
+
 Both return fingerprinted Findings; store ``Finding.to_dict()``.
 """
 
 from service.domain.classify.engine import classify_log, find_decisive
+from service.domain.classify.ownership import backend_packages, blame_own_module
 from service.domain.classify.rules import RuleError, RuleSet, default_rules, parse_rules
 from service.domain.classify.testfail import classify_test_failure
 
 __all__ = [
     "RuleError",
     "RuleSet",
+    "backend_packages",
+    "blame_own_module",
     "classify_log",
     "classify_test_failure",
     "default_rules",

@@ -146,6 +146,8 @@ class _Scanner:
                     name in captures and req.search(captures[name])
                     for name, req in rule.requires.items()
                 ):
+                    for name, value in rule.sets.items():
+                        captures.setdefault(name, value)
                     return _Hit(rule, priority, start, end, line,
                                 self._line_number(start), captures)
         return None

@@ -12,7 +12,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -51,6 +51,9 @@ class Rule:
     follow: Probe | None
     before: Probe | None
     explanation: str
+    # Captures the rule knows without reading them (the standard a C++20-only name needs);
+    # what the log itself says wins.
+    sets: Mapping[str, str] = field(default_factory=dict)
 
     def triggered_by(self, line: str) -> bool:
         return any(t in line for t in self.triggers)
@@ -153,7 +156,7 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
     if not isinstance(name, str) or not name:
         raise RuleError(f"rule #{index + 1}: missing 'name'")
     known = {"name", "category", "subtype", "stages", "weight", "triggers", "patterns",
-             "requires", "follow", "before", "explain"}
+             "requires", "follow", "before", "explain", "sets"}
     unknown = set(raw) - known
     if unknown:
         raise RuleError(f"rule {name!r}: unknown field(s) {sorted(unknown)}")
@@ -170,6 +173,11 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
     for capture in requires_raw:
         if capture not in groups:
             raise RuleError(f"rule {name!r}: requires names {capture!r}, not a pattern group")
+    sets = raw.get("sets", {})
+    if not isinstance(sets, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in sets.items()
+    ):
+        raise RuleError(f"rule {name!r}: sets must be a table capture -> non-empty string")
     explanation = raw.get("explain")
     if not isinstance(explanation, str) or not explanation:
         raise RuleError(f"rule {name!r}: 'explain' (one human sentence) is required")
@@ -187,6 +195,7 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
         follow=follow,
         before=before,
         explanation=explanation,
+        sets=dict(sets),
     )
 
 

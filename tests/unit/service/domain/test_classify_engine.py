@@ -155,6 +155,7 @@ def _rule(subtype: str = "crash", trigger: str = "e", pattern: str = "e", extra:
         (SCAN + _rule(pattern="(?P<s>e)", extra="requires={t='x'}"), "not a pattern group"),
         (SCAN + _rule(extra="colour='red'"), "unknown field"),
         (SCAN + _rule() + _rule(), "defined twice"),
+        (SCAN + _rule(extra="sets={standard=20}"), "sets must be a table"),
     ],
 )
 def test_malformed_rules_are_refused_with_a_reason(toml: str, message: str) -> None:
@@ -193,3 +194,11 @@ def test_classes_in_anonymous_namespaces_are_named() -> None:
     assert finding is not None and finding.rule == "cxx-override-mismatch"
     assert finding.captures["class"] == "openreg::{anonymous}::OpenRegHooks"
     assert finding.captures["symbol"] == "hasPrimaryContext"
+
+
+def test_sets_adds_a_constant_capture_the_log_does_not_override() -> None:
+    rules = parse_rules(SCAN + _rule(pattern="(?:n=(?P<standard>[^ ]+) )?e", extra="sets={standard='C++20'}"))
+    bare = classify_log("e", Stage.BUILD, rules=rules)
+    named = classify_log("n=C++23 e", Stage.BUILD, rules=rules)
+    assert bare is not None and bare.captures["standard"] == "C++20"
+    assert named is not None and named.captures["standard"] == "C++23"

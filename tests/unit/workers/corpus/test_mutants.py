@@ -37,7 +37,11 @@ def _digest(path: Path) -> str:
 def test_catalogue_covers_every_upstream_subtype() -> None:
     assert len(catalogue.MUTANTS) >= 14
     assert len(set(catalogue.names())) == len(catalogue.MUTANTS)
-    wanted = set(Subtype) - INFRA_SUBTYPES - {Subtype.GENERIC}
+    # Not code breaks a header/source mutant can make: the build machine's toolchain, the
+    # run's environment, a torch that does not import at all (their golden logs are in
+    # tests/fixtures/logs/).
+    not_mutants = {Subtype.GENERIC, Subtype.TOOLCHAIN, Subtype.ENVIRONMENT, Subtype.TORCH_UNUSABLE}
+    wanted = set(Subtype) - INFRA_SUBTYPES - not_mutants
     covered = {m.expect.subtype for m in catalogue.MUTANTS}
     assert wanted <= covered, f"no mutant for {sorted(s.value for s in wanted - covered)}"
     for m in catalogue.MUTANTS:

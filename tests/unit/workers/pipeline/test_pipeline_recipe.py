@@ -102,3 +102,26 @@ def test_bad_recipes_name_the_key(tmp_path: Path, old: str, new: str, message: s
     assert old in GOOD
     with pytest.raises(RecipeError, match=message):
         load_recipe(write(tmp_path, GOOD.replace(old, new, 1)))
+
+
+def test_test_requires_are_read_from_the_recipe(tmp_path: Path) -> None:
+    recipe = load_recipe(write(tmp_path, GOOD + 'requires = ["expecttest>=0.2", "numpy"]\n'))
+    assert recipe.test_requires == ("expecttest>=0.2", "numpy")
+
+
+def test_test_requires_default_to_the_backends_test_extra(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "acme"\n[project.optional-dependencies]\n'
+        'test = ["expecttest", "hypothesis"]\ndocs = ["sphinx"]\n'
+    )
+    assert load_recipe(write(tmp_path, GOOD)).test_requires == ("expecttest", "hypothesis")
+
+
+def test_no_test_extra_means_no_test_requires(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme"\n')
+    assert load_recipe(write(tmp_path, GOOD)).test_requires == ()
+
+
+def test_malformed_test_requires_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="test.requires"):
+        load_recipe(write(tmp_path, GOOD + "requires = 'expecttest'\n"))
