@@ -39,6 +39,8 @@ class LogSink:
         self._tail: deque[str] = deque(maxlen=tail_lines)
         self._lock = threading.Lock()
         self.lines_written = 0
+        # The first error writing the file (ENOSPC): the step reports it as infra.
+        self.write_error: OSError | None = None
 
     def write(self, line: str) -> None:
         """Append one line (a trailing newline is dropped, embedded ones split it)."""
@@ -46,8 +48,12 @@ class LogSink:
             with self._lock:
                 if self._file.closed:
                     raise ValueError(f"log {self.path} is closed")
-                self._file.write(part + "\n")
-                self._file.flush()
+                try:
+                    self._file.write(part + "\n")
+                    self._file.flush()
+                except OSError as exc:
+                    self.write_error = self.write_error or exc
+                    raise
                 self._tail.append(part)
                 self.lines_written += 1
             if self._on_line is not None:
@@ -62,7 +68,10 @@ class LogSink:
     def close(self) -> None:
         with self._lock:
             if not self._file.closed:
-                self._file.close()
+                try:
+                    self._file.close()
+                except OSError as exc:  # the buffered rest did not fit (ENOSPC)
+                    self.write_error = self.write_error or exc
 
     @property
     def closed(self) -> bool:
