@@ -103,6 +103,11 @@ class Settings(BaseSettings):
         300, ge=1, le=86400,
         description="Wait before the first infrastructure retry; doubled for each further one.",
     )
+    embedded_sweep_s: int = Field(
+        60, ge=1, le=3600,
+        description="How often `ootci serve` without a broker sweeps: runs of dead processes "
+        "of this host, expired leases, runs left queued.",
+    )
 
     # What builds and tests run in (docs/security.md).
     child_env_passthrough: list[str] = Field(

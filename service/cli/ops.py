@@ -106,17 +106,15 @@ def serve(
         dispatcher: Dispatcher = InProcessDispatcher(
             lambda run_id: execute_run(engine, settings, run_id, worker_id())
         )
-        # Embedded mode has no sweeper: runs left queued (or orphaned mid-run) by the
-        # previous stop are picked up now rather than never.
-        from service.commands.runs import stale_run_ids
-        from service.db import session_scope
+        # No broker to redeliver: runs left by a dead process of this host (or queued by the
+        # previous stop) are taken up now, and again every embedded_sweep_s.
+        from service.cli.sweeper import PeriodicSweeper, sweep_once
 
-        with session_scope(engine) as s:
-            leftovers = stale_run_ids(s, queued_older_than_s=0)
-        for run_id in leftovers:
-            dispatcher.enqueue_run(run_id)
-        if leftovers:
-            console.print(f"resuming {len(leftovers)} run(s) left from the last stop: {leftovers}")
+        report = sweep_once(engine, dispatcher)
+        if report.dispatched:
+            console.print(f"resuming {len(report.dispatched)} run(s) left from the last stop: "
+                          f"{report.dispatched}")
+        PeriodicSweeper(engine, dispatcher, settings.embedded_sweep_s).start()
     else:
         dispatcher = CeleryDispatcher(settings.broker_url)
     console.print(f"ootci serving on http://{host}:{port}/ (database {settings.resolved_database_url})")

@@ -69,10 +69,12 @@ def run(
     except (TorchSpecError, UsageError) as exc:
         die(str(exc))
     engine = migrated_engine(settings)
+    _sweep_dead_runners(engine)
 
     with session_scope(engine) as s:
         be = get_or_create_backend(s, recipe.name, str(backend.resolve()))
         run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+        _own(s, run_ids)
 
     results: list[RunDetail] = []
     code = EXIT_OK
@@ -120,6 +122,7 @@ def rerun(
         new_id = plan_rerun(s, run_id)
         if new_id is None:
             die(f"run {run_id} is {old.state}: only a failed or errored run can be rerun")
+        _own(s, [new_id])
 
     state = _execute_with_progress(engine, settings, new_id, as_json)
     with session_scope(engine) as s:
@@ -129,6 +132,26 @@ def rerun(
     else:
         _print_results([result])
     raise typer.Exit(_exit_code(state))
+
+
+def _sweep_dead_runners(engine: Engine) -> None:
+    """End the runs an earlier ``ootci run`` of this host left when it was killed."""
+    from service.cli.sweeper import sweep_once
+
+    ended = sweep_once(engine).orphaned
+    if ended:
+        console.print(f"run(s) {ended} of a killed ootci run ended as infra errors; "
+                      "`ootci resume` continues them")
+
+
+def _own(session: Session, run_ids: list[int]) -> None:
+    """Record this process on its runs: if it is killed, the next sweep ends them."""
+    import os
+
+    from service.cli.sweeper import this_host
+    from service.commands.orphans import record_runner
+
+    record_runner(session, run_ids, host=this_host(), pid=os.getpid())
 
 
 def _run_or_die(session: Session, run_id: int) -> Run:
