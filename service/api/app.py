@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from service.api import breakages, health, matrix, metrics, pages, pins, runs, webhooks
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
+from service.api.outage import install_outage_handler
 from service.config import Settings, get_settings
 from service.db import get_engine
 from service.dispatch import CeleryDispatcher, Dispatcher
@@ -47,6 +48,7 @@ def create_app(
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)
+    install_outage_handler(app)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from service.cli.common import (
     console,
+    database_outage_exits_2,
     die,
     load_settings,
     migrated_engine,
@@ -18,6 +19,7 @@ from service.cli.common import (
 )
 
 
+@database_outage_exits_2
 def migrate() -> None:
     """Create or upgrade the database schema."""
     settings = load_settings()
@@ -25,6 +27,7 @@ def migrate() -> None:
     console.print(f"database at head: {settings.resolved_database_url}")
 
 
+@database_outage_exits_2
 def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Re-run classification, triage and breakage grouping over every stored run (after a
     rules.toml or fingerprint change)."""
@@ -47,6 +50,7 @@ def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
         )
 
 
+@database_outage_exits_2
 def gc(
     max_age_days: Annotated[
         int | None, typer.Option(help="Remove what was unused this long (default OOTCI_CACHE_MAX_AGE_DAYS).")
@@ -90,6 +94,7 @@ def gc(
     )
 
 
+@database_outage_exits_2
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,

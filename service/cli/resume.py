@@ -11,9 +11,18 @@ from typing import Annotated
 
 import typer
 
-from service.cli.common import EXIT_OK, die, load_settings, migrated_engine, out, print_json
+from service.cli.common import (
+    EXIT_OK,
+    database_outage_exits_2,
+    die,
+    load_settings,
+    migrated_engine,
+    out,
+    print_json,
+)
 
 
+@database_outage_exits_2
 def resume(
     run_ids: Annotated[
         list[int] | None,

@@ -20,6 +20,7 @@ from service.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     console,
+    database_outage_exits_2,
     die,
     load_settings,
     migrated_engine,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from service.schemas import FailureOut, RunDetail, RunSummary
 
 
+@database_outage_exits_2
 def run(
     torch: Annotated[
         list[str] | None,
@@ -105,6 +107,7 @@ def run(
     raise typer.Exit(code)
 
 
+@database_outage_exits_2
 def rerun(
     run_id: Annotated[int, typer.Argument(help="A failed or errored run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
@@ -215,6 +218,7 @@ def _print_results(results: list[RunDetail]) -> None:
             out.print(f"run {r.id}: [yellow]{escape(r.error)}[/]")
 
 
+@database_outage_exits_2
 def list_runs(
     backend: Annotated[str | None, typer.Option(help="Only this backend (name).")] = None,
     state: Annotated[str | None, typer.Option(help="queued|running|passed|failed|errored")] = None,
@@ -256,6 +260,7 @@ def list_runs(
     out.print(table)
 
 
+@database_outage_exits_2
 def show(
     run_id: Annotated[int, typer.Argument(help="Run id.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,

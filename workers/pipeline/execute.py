@@ -69,9 +69,6 @@ from workers.pipeline.types import (
 log = logging.getLogger(__name__)
 
 LEASE_RENEW_EVERY_S = 30.0
-# How long a pipeline write waits for the database to come back before the attempt gives
-# up as infra (at least this; a longer lease waits as long as the lease).
-DB_OUTAGE_TOLERANCE_S = 120.0
 _DB_RETRY_EVERY_S = 1.0
 
 
@@ -177,7 +174,7 @@ class _RunContext:
         self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
         self.attempt = attempt
         self.heartbeat = _Heartbeat(engine, run_id, worker_id, settings.run_lease_s)
-        self.db_tolerance_s = max(DB_OUTAGE_TOLERANCE_S, float(settings.run_lease_s) / 2)
+        self.db_tolerance_s = float(settings.db_outage_tolerance_s)
 
     def log_name(self, name: StepName) -> str:
         """Each attempt its own log: a retry never appends to (nor classifies) an earlier one."""
