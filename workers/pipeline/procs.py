@@ -257,4 +257,8 @@ def run_streaming(
             os.killpg(proc.pid, signal.SIGKILL)
         reader.join(_READER_DRAIN_S)
     returncode = proc.wait()
+    # What the command left in its group (a daemon that let go of our pipe) ends with the
+    # step: nothing of a step outlives it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     return ProcResult(returncode, time.monotonic() - start, reason)
