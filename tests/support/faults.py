@@ -3,13 +3,16 @@ steers through files, `ootci` as a real process, and finding processes by a mark
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.support.pyonly import write_pyonly_backend
 
@@ -130,3 +133,29 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, every: 
             return value
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@contextlib.contextmanager
+def small_disk(where: Path, size_kb: int) -> Iterator[Path]:
+    """A tmpfs of ``size_kb`` mounted at ``where`` (root only: skipped otherwise)."""
+    where.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0777", "tmpfs", str(where)],
+        capture_output=True, text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill_disk(disk: Path, leave_kb: int) -> Path:
+    """A file taking all of ``disk`` but ``leave_kb``."""
+    stats = os.statvfs(disk)
+    free = stats.f_bavail * stats.f_frsize
+    filler = disk / "filler"
+    with filler.open("wb") as f:
+        f.write(b"\0" * max(0, free - leave_kb * 1024))
+    return filler
