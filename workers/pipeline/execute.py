@@ -259,14 +259,13 @@ class _RunContext:
             raise
         finally:
             sink.close()
-            self._close_step(step_ids[0], name, log_path, started, status, summary, exit_code)
+            self._close_step(step_ids[0], name, log_path, status, summary, exit_code)
 
     def _close_step(
         self,
         step_id: int,
         name: StepName,
         log_path: Path,
-        started: object,
         status: StepStatus,
         summary: str,
         exit_code: int | None,
