@@ -105,6 +105,16 @@ class Settings(BaseSettings):
         300, ge=1, le=86400,
         description="Wait before the first infrastructure retry; doubled for each further one.",
     )
+    db_outage_tolerance_s: int = Field(
+        120, ge=1, le=86400,
+        description="How long a run's pipeline waits for a lost database before the attempt "
+        "ends as an infra error.",
+    )
+    embedded_sweep_s: int = Field(
+        60, ge=1, le=3600,
+        description="How often `ootci serve` without a broker sweeps: runs of dead processes "
+        "of this host, expired leases, runs left queued.",
+    )
 
     # What builds and tests run in (docs/security.md).
     child_env_passthrough: list[str] = Field(

@@ -23,6 +23,7 @@ from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
 from service.api.guard import RequestGuard
 from service.api.headers import SecurityHeaders
+from service.api.outage import install_outage_handler
 from service.config import Settings, get_settings
 from service.db import get_engine
 from service.dispatch import CeleryDispatcher, Dispatcher
@@ -59,6 +60,7 @@ def create_app(
     # request for a host the operator does not serve is refused before anything else.
     app.add_middleware(SecurityHeaders)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.resolved_trusted_hosts)
+    install_outage_handler(app)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import corpus, culprit, ops, pins, runs
+from service.cli import corpus, culprit, ops, pins, resume, runs
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -17,6 +17,7 @@ app = typer.Typer(
 app.command()(ops.migrate)
 app.command()(runs.run)
 app.command()(runs.rerun)
+app.command()(resume.resume)
 app.command("runs")(runs.list_runs)
 app.command()(runs.show)
 app.command()(ops.reclassify)

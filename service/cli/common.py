@@ -7,12 +7,14 @@ infrastructure trouble (nothing half-written).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -37,6 +39,33 @@ def die(message: str, code: int = EXIT_USAGE) -> NoReturn:
     # The message quotes user input and tool output: never read it as rich markup.
     console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def database_outage_exits_2(command: Callable[P, R]) -> Callable[P, R]:
+    """The database lost mid-command (a failover, a restart): one line and exit 2, not a
+    traceback. Outages the pipeline can wait out never get here."""
+
+    @functools.wraps(command)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        from sqlalchemy.exc import DBAPIError, OperationalError
+
+        from service.db import DatabaseUnavailable
+
+        try:
+            return command(*args, **kwargs)
+        except DatabaseUnavailable as exc:
+            die(str(exc))
+        except DBAPIError as exc:
+            if not (isinstance(exc, OperationalError) or exc.connection_invalidated):
+                raise
+            first = str(exc.orig or exc).strip().splitlines()
+            die(f"database unavailable: {first[0] if first else type(exc).__name__}")
+
+    return guarded
 
 
 def print_json(document: object) -> None:

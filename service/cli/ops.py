@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from service.cli.common import (
     console,
+    database_outage_exits_2,
     die,
     load_settings,
     migrated_engine,
@@ -19,6 +20,7 @@ from service.cli.common import (
 from service.domain.redaction import hide_url_passwords
 
 
+@database_outage_exits_2
 def migrate() -> None:
     """Create or upgrade the database schema."""
     settings = load_settings()
@@ -26,6 +28,7 @@ def migrate() -> None:
     console.print(f"database at head: {hide_url_passwords(settings.resolved_database_url)}")
 
 
+@database_outage_exits_2
 def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Re-run classification, triage and breakage grouping over every stored run (after a
     rules.toml or fingerprint change)."""
@@ -48,6 +51,7 @@ def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
         )
 
 
+@database_outage_exits_2
 def gc(
     max_age_days: Annotated[
         int | None, typer.Option(help="Remove what was unused this long (default OOTCI_CACHE_MAX_AGE_DAYS).")
@@ -91,6 +95,7 @@ def gc(
     )
 
 
+@database_outage_exits_2
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8000,
@@ -110,17 +115,15 @@ def serve(
             report_to_github(engine, settings)
 
         dispatcher: Dispatcher = InProcessDispatcher(execute_and_report)
-        # Embedded mode has no sweeper: runs left queued (or orphaned mid-run) by the
-        # previous stop are picked up now rather than never.
-        from service.commands.runs import stale_run_ids
-        from service.db import session_scope
+        # No broker to redeliver: runs left by a dead process of this host (or queued by the
+        # previous stop) are taken up now, and again every embedded_sweep_s.
+        from service.cli.sweeper import PeriodicSweeper, sweep_once
 
-        with session_scope(engine) as s:
-            leftovers = stale_run_ids(s, queued_older_than_s=0)
-        for run_id in leftovers:
-            dispatcher.enqueue_run(run_id)
-        if leftovers:
-            console.print(f"resuming {len(leftovers)} run(s) left from the last stop: {leftovers}")
+        report = sweep_once(engine, dispatcher)
+        if report.dispatched:
+            console.print(f"resuming {len(report.dispatched)} run(s) left from the last stop: "
+                          f"{report.dispatched}")
+        PeriodicSweeper(engine, dispatcher, settings.embedded_sweep_s).start()
     else:
         dispatcher = CeleryDispatcher(settings.broker_url)
     console.print(f"ootci serving on http://{host}:{port}/ "

@@ -21,6 +21,7 @@ from service.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     console,
+    database_outage_exits_2,
     die,
     load_settings,
     migrated_engine,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from service.schemas import FailureOut, RunDetail, RunSummary
 
 
+@database_outage_exits_2
 def run(
     torch: Annotated[
         list[str] | None,
@@ -84,12 +86,14 @@ def run(
         die(str(exc))
     engine = migrated_engine(settings)
     _check_recorded_runs(engine, [p.run_id for p in parsed if p.kind == SourceKind.RUN])
+    _sweep_dead_runners(engine)
 
     try:
         with session_scope(engine) as s:
             be = register_backend(s, recipe.name, str(backend.resolve()),
                                   changed_by=_cli_actor(), re_register=re_register)
             run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
+            _own(s, run_ids)
     except BackendNameTaken as exc:
         die(str(exc))
 
@@ -147,6 +151,7 @@ def _cli_actor() -> str:
     return f"cli:{user}@{socket.gethostname()}"
 
 
+@database_outage_exits_2
 def rerun(
     run_id: Annotated[int, typer.Argument(help="A failed or errored run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
@@ -164,6 +169,7 @@ def rerun(
         new_id = plan_rerun(s, run_id)
         if new_id is None:
             die(f"run {run_id} is {old.state}: only a failed or errored run can be rerun")
+        _own(s, [new_id])
 
     state = _execute_with_progress(engine, settings, new_id, as_json)
     with session_scope(engine) as s:
@@ -173,6 +179,26 @@ def rerun(
     else:
         _print_results([result])
     raise typer.Exit(_exit_code(state))
+
+
+def _sweep_dead_runners(engine: Engine) -> None:
+    """End the runs an earlier ``ootci run`` of this host left when it was killed."""
+    from service.cli.sweeper import sweep_once
+
+    ended = sweep_once(engine).orphaned
+    if ended:
+        console.print(f"run(s) {ended} of a killed ootci run ended as infra errors; "
+                      "`ootci resume` continues them")
+
+
+def _own(session: Session, run_ids: list[int]) -> None:
+    """Record this process on its runs: if it is killed, the next sweep ends them."""
+    import os
+
+    from service.cli.sweeper import this_host
+    from service.commands.orphans import record_runner
+
+    record_runner(session, run_ids, host=this_host(), pid=os.getpid())
 
 
 def _run_or_die(session: Session, run_id: int) -> Run:
@@ -249,6 +275,7 @@ def _print_results(results: list[RunDetail]) -> None:
             out.print(f"run {r.id}: [yellow]{escape(r.error)}[/]")
 
 
+@database_outage_exits_2
 def list_runs(
     backend: Annotated[str | None, typer.Option(help="Only this backend (name).")] = None,
     state: Annotated[str | None, typer.Option(help="queued|running|passed|failed|errored")] = None,
@@ -290,6 +317,7 @@ def list_runs(
     out.print(table)
 
 
+@database_outage_exits_2
 def show(
     run_id: Annotated[int, typer.Argument(help="Run id.")],
     as_json: Annotated[bool, typer.Option("--json")] = False,

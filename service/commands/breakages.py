@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.commands.upsert import insert_or_ignore
 from service.models import Breakage, BreakageStatus, Failure, Run, utcnow
 
 # Flakes and infra trouble are not breakages of the integration path.
@@ -37,32 +38,41 @@ def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) 
     for failure in failures:
         if not failure.fingerprint or (failure.triage in NOT_A_BREAKAGE):
             continue
-        breakage = session.scalar(
-            select(Breakage).where(
-                Breakage.backend_id == run.backend_id,
-                Breakage.fingerprint == failure.fingerprint,
-                Breakage.fingerprint_version == (failure.fingerprint_version or 0),
-            )
+        key = {
+            "backend_id": run.backend_id,
+            "fingerprint": failure.fingerprint,
+            "fingerprint_version": failure.fingerprint_version or 0,
+        }
+        # Two runs of one backend may first-sight the same fingerprint at once.
+        insert_or_ignore(
+            session,
+            Breakage,
+            {
+                **key,
+                "category": failure.triage or failure.category,
+                "subtype": failure.subtype,
+                "title": _title(failure),
+                "captures": dict(failure.captures or {}),
+                "first_seen_run_id": run.id,
+                "first_seen_at": now,
+                "last_seen_at": now,
+                "occurrences": 0,
+                "status": BreakageStatus.OPEN,
+            },
+            conflict_on=list(key),
         )
-        if breakage is None:
-            breakage = Breakage(
-                backend_id=run.backend_id,
-                fingerprint=failure.fingerprint,
-                fingerprint_version=failure.fingerprint_version or 0,
-                category=failure.triage or failure.category,
-                subtype=failure.subtype,
-                title=_title(failure),
-                captures=dict(failure.captures or {}),
-                first_seen_run_id=run.id,
-                first_seen_at=now,
-                occurrences=0,
+        breakage = session.scalars(
+            select(Breakage).where(
+                Breakage.backend_id == key["backend_id"],
+                Breakage.fingerprint == key["fingerprint"],
+                Breakage.fingerprint_version == key["fingerprint_version"],
             )
-            session.add(breakage)
-            session.flush()
+        ).one()
         failure.breakage_id = breakage.id
         if breakage.id not in touched:
             touched[breakage.id] = breakage
-            breakage.occurrences += 1
+            # In SQL, not Python: concurrent runs each add theirs.
+            breakage.occurrences = Breakage.occurrences + 1
             breakage.last_seen_run_id = run.id
             breakage.last_seen_at = now
             if breakage.status == BreakageStatus.RESOLVED:

@@ -9,10 +9,9 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from service.commands.upsert import insert_or_ignore
 from service.models import OutboxMessage, OutboxState, utcnow
 
 # After a transient failure: 1, 2, 4, ... minutes, at most an hour apart.
@@ -33,25 +32,24 @@ def enqueue(
 
     A newly added message supersedes the older pending ones of the same kind and target:
     they would only send an older state of the same thing."""
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     now = utcnow()
-    added = session.execute(
-        insert(OutboxMessage)
-        .values(
-            kind=kind,
-            target=target,
-            dedupe_key=dedupe_key,
-            payload=payload or {},
-            state=OutboxState.PENDING,
-            attempts=0,
-            due_at=now,
-            result={},
-            breakage_id=breakage_id,
-            created_at=now,
-        )
-        .on_conflict_do_nothing(index_elements=["dedupe_key"])
-        .returning(OutboxMessage.id)
-    ).scalar()
+    added = insert_or_ignore(
+        session,
+        OutboxMessage,
+        {
+            "kind": kind,
+            "target": target,
+            "dedupe_key": dedupe_key,
+            "payload": payload or {},
+            "state": OutboxState.PENDING,
+            "attempts": 0,
+            "due_at": now,
+            "result": {},
+            "breakage_id": breakage_id,
+            "created_at": now,
+        },
+        conflict_on=["dedupe_key"],
+    )
     if added is None:
         return False
     session.execute(

@@ -15,18 +15,19 @@ from typing import Any
 from sqlalchemy import CursorResult, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from service.commands.upsert import insert_or_ignore
 from service.models import Backend, Outcome, Run, RunState, TestResult, utcnow
 
 
 def get_or_create_backend(
     session: Session, name: str, source: str, recipe: dict[str, Any] | None = None
 ) -> Backend:
-    backend = session.scalar(select(Backend).where(Backend.name == name))
-    if backend is None:
-        backend = Backend(name=name, source=source, recipe=recipe or {})
-        session.add(backend)
-        session.flush()
-    else:
+    # Insert-or-ignore then re-read: concurrent first registrations of one name all succeed.
+    added = insert_or_ignore(
+        session, Backend, {"name": name, "source": source, "recipe": recipe or {}}, conflict_on=["name"]
+    )
+    backend = session.scalars(select(Backend).where(Backend.name == name)).one()
+    if added is None:
         backend.source = source
         if recipe is not None:
             backend.recipe = recipe

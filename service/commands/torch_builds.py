@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.commands.upsert import insert_or_ignore
 from service.domain.torch_spec import SourceKind
 from service.models import TorchBuild
 
@@ -23,19 +24,21 @@ def record_torch_build(
     python: str,
 ) -> TorchBuild:
     """The one row per (spec, version, git_version), pointed at the environment that has it
-    now (an env rebuilt after a cache sweep gets the same row)."""
-    row = session.scalar(
+    now (an env rebuilt after a cache sweep gets the same row). Every backend of a night
+    first-sights a new nightly at once: whoever inserts first wins, the others re-read."""
+    insert_or_ignore(
+        session,
+        TorchBuild,
+        {"spec": spec, "source_kind": source_kind, "version": version, "git_version": git_version},
+        conflict_on=["spec", "version", "git_version"],
+    )
+    row = session.scalars(
         select(TorchBuild).where(
             TorchBuild.spec == spec,
             TorchBuild.version == version,
             TorchBuild.git_version == git_version,
         )
-    )
-    if row is None:
-        row = TorchBuild(
-            spec=spec, source_kind=source_kind, version=version, git_version=git_version
-        )
-        session.add(row)
+    ).one()
     row.env_key = env_key
     row.python = python
     session.flush()

@@ -177,6 +177,12 @@ def parse_spec(
             text, SourceKind.PIP, requirement, _check_index(index, text) if index else ""
         )
     if kind == SourceKind.WHEEL:
+        scheme = urllib.parse.urlsplit(rest).scheme
+        if "://" in rest and not is_url(rest):
+            raise TorchSpecError(
+                f"torch spec {text!r}: {scheme}:// is not supported; a wheel is a path, or an "
+                "http(s):// or file:// URL"
+            )
         if not urllib.parse.urlsplit(rest).path.endswith(".whl"):
             raise TorchSpecError(f"torch spec {text!r}: a wheel file name ends in .whl")
         return TorchSpec(text, SourceKind.WHEEL, location=rest)

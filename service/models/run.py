@@ -77,6 +77,10 @@ class Run(Base):
     # Set when an attempt failed on infrastructure and the run went back to the queue:
     # no worker claims it before then (the backoff), and the sweeper counts from then.
     retry_at: Mapped[dt.datetime | None]
+    # The interactive process executing the run (``ootci run``, ``ootci resume``): when it
+    # is gone from its host, the next sweep there ends the run as infra (``ootci resume``).
+    runner_host: Mapped[str | None] = mapped_column(String(200))
+    runner_pid: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     # Triage verdict of the whole run (filled after classification).
     verdict: Mapped[str | None] = mapped_column(String(16))

@@ -101,6 +101,8 @@ def build(
             timeout_s=timeout_s,
             watchdog=combine(budget),
             preexec_fn=sandbox.preexec() if sandbox is not None else None,
+            # The lock is held until the attempt's last child is gone, not just this process.
+            pass_fds=(lock.fileno(),),
         )
     if result.killed_reason is not None:
         return StepOutcome(StepStatus.ERRORED, result.returncode, result.killed_reason, log.path)

@@ -8,8 +8,10 @@ re-claimable once its lease expires.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, delete
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.orm import Session
 
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.commands.torch_builds import record_artifact
@@ -46,7 +50,7 @@ from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.commit_dates import commit_date
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
-from workers.pipeline.procs import child_env
+from workers.pipeline.procs import Attempt, attempt_scope, child_env, reap_groups
 from workers.pipeline.provision import provision
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
@@ -70,6 +74,7 @@ from workers.pipeline.types import (
 log = logging.getLogger(__name__)
 
 LEASE_RENEW_EVERY_S = 30.0
+_DB_RETRY_EVERY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,62 @@ class _Lost(Exception):
     """Another worker took the run over (our lease expired): stop without writing more."""
 
 
+def infra_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` is the machine's fault rather than the backend's or the user's (so the
+    attempt is retried), or None."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"disk full: {exc}"
+    if isinstance(exc, OperationalError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    ):
+        first = str(exc.orig or exc).strip().splitlines()
+        return f"database unreachable: {first[0] if first else type(exc).__name__}"
+    return None
+
+
+class _Heartbeat:
+    """Renews the run's lease on its own timer, apart from the log: a step that prints
+    nothing for an hour keeps its lease, and a database outage only costs missed beats (the
+    lease outlives them). Sets ``lost`` when the run is no longer ours."""
+
+    def __init__(self, engine: Engine, run_id: int, worker_id: str, lease_s: int) -> None:
+        self._engine = engine
+        self._run_id = run_id
+        self._worker_id = worker_id
+        self._lease_s = lease_s
+        self.every_s = min(LEASE_RENEW_EVERY_S, lease_s / 4)
+        self.lost = threading.Event()
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def beat(self) -> None:
+        try:
+            with session_scope(self._engine) as s:
+                if not renew_lease(s, self._run_id, self._worker_id, self._lease_s):
+                    self.lost.set()
+            self.last_error = None
+        except Exception as exc:
+            # Keep beating: the database may be back before the lease runs out.
+            self.last_error = infra_reason(exc) or repr(exc)
+            log.warning("run %s: cannot renew the lease: %s", self._run_id, self.last_error)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s) and not self.lost.is_set():
+            self.beat()
+
+    def abort_reason(self) -> str | None:
+        return "the run's lease was lost to another worker" if self.lost.is_set() else None
+
+
 class _RunContext:
     def __init__(
         self,
@@ -103,6 +164,7 @@ class _RunContext:
         worker_id: str,
         on_event: EventSink,
         only_tests: list[str] | None,
+        attempt: int = 1,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -114,25 +176,45 @@ class _RunContext:
         # dir, only the allowed variables), and every log line is masked.
         self.child_policy = ChildEnvPolicy.for_run(settings, self.run_dir)
         self.masker = SecretMasker.from_environ(os.environ, extra=settings_secrets(settings))
-        self._last_renew = time.monotonic()
         self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
+        self.attempt = attempt
+        self.heartbeat = _Heartbeat(engine, run_id, worker_id, settings.run_lease_s)
+        self.db_tolerance_s = float(settings.db_outage_tolerance_s)
 
-    def renew(self) -> None:
-        """Keep the lease alive while a long step runs (throttled)."""
-        if time.monotonic() - self._last_renew < LEASE_RENEW_EVERY_S:
-            return
-        self._last_renew = time.monotonic()
-        with session_scope(self.engine) as s:
-            if not renew_lease(s, self.run_id, self.worker_id, self.settings.run_lease_s):
-                raise _Lost()
+    def log_name(self, name: StepName) -> str:
+        """Each attempt its own log: a retry never appends to (nor classifies) an earlier one."""
+        return f"{name.value}.log" if self.attempt <= 1 else f"{name.value}.attempt{self.attempt}.log"
+
+    def check_lease(self) -> None:
+        if self.heartbeat.lost.is_set():
+            raise _Lost()
+
+    def write(self, change: Callable[[Session], None]) -> None:
+        """Commit ``change``, waiting out a database outage (up to ``db_tolerance_s``)."""
+        deadline = time.monotonic() + self.db_tolerance_s
+        while True:
+            try:
+                with session_scope(self.engine) as s:
+                    change(s)
+                return
+            except (OperationalError, DBAPIError) as exc:
+                reason = infra_reason(exc)
+                if reason is None or time.monotonic() >= deadline:
+                    raise
+                log.warning("run %s: %s; retrying", self.run_id, reason)
+                time.sleep(_DB_RETRY_EVERY_S)
 
     @contextmanager
     def step(self, name: StepName) -> Iterator[tuple[LogSink, list[StepOutcome]]]:
-        """Open a step: a committed row + a streaming log; the caller appends its outcome."""
+        """Open a step: a committed row + a streaming log; the caller appends its outcome.
+        The row is closed whatever happens inside (a full disk, a database outage)."""
+        self.check_lease()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        log_path = self.run_dir / f"{name.value}.log"
+        log_path = self.run_dir / self.log_name(name)
         started = utcnow()
-        with session_scope(self.engine) as s:
+        step_ids: list[int] = []
+
+        def open_row(s: Session) -> None:
             row = Step(
                 run_id=self.run_id,
                 name=name,
@@ -142,12 +224,13 @@ class _RunContext:
             )
             s.add(row)
             s.flush()
-            step_id = row.id
-        self.on_event(RunEvent(self.run_id, "step", name.value, StepStatus.RUNNING))
+            step_ids[:] = [row.id]
+
+        self.write(open_row)
+        self._emit(RunEvent(self.run_id, "step", name.value, StepStatus.RUNNING))
 
         def on_line(line: str) -> None:
-            self.on_event(RunEvent(self.run_id, "line", name.value, text=line))
-            self.renew()
+            self._emit(RunEvent(self.run_id, "line", name.value, text=line))
 
         sink = LogSink(log_path, on_line=on_line, masker=self.masker,
                        max_bytes=self.settings.step_log_max_mb * 1024 * 1024)
@@ -157,6 +240,9 @@ class _RunContext:
         exit_code: int | None = None
         try:
             yield sink, outcomes
+            if sink.write_error is not None:
+                raise PipelineError(f"disk full: cannot write the {name.value} log: {sink.write_error}")
+            self.check_lease()
             if outcomes:
                 status = StepStatus(outcomes[-1].status.value)
                 summary = outcomes[-1].summary
@@ -164,27 +250,67 @@ class _RunContext:
             else:
                 status = StepStatus.PASSED
         except _Lost:
+            summary = "the run's lease was lost to another worker"
             raise
         except PipelineError as exc:
             summary = str(exc)
-            sink.write(f"ootci: {exc}\n")
+            self._log_quietly(sink, f"ootci: {exc}\n")
             raise
-        except Exception:
-            summary = "ootci internal error (traceback in the log)"
-            sink.write(traceback.format_exc())
+        except Exception as exc:
+            reason = infra_reason(exc)
+            summary = reason or "ootci internal error (traceback in the log)"
+            self._log_quietly(sink, traceback.format_exc())
+            if reason is not None:
+                raise PipelineError(reason) from exc
             raise
         finally:
             sink.close()
-            finished = utcnow()
-            with session_scope(self.engine) as s:
-                row = s.get_one(Step, step_id)
-                row.status = status
-                row.finished_at = finished
-                row.duration_s = (finished - started).total_seconds()
-                row.exit_code = exit_code
-                row.summary = summary[:2000]
-                row.store_log(log_path.read_bytes() if log_path.exists() else b"")
-            self.on_event(RunEvent(self.run_id, "step", name.value, status, summary))
+            self._close_step(step_ids[0], name, log_path, status, summary, exit_code)
+
+    def _close_step(
+        self,
+        step_id: int,
+        name: StepName,
+        log_path: Path,
+        status: StepStatus,
+        summary: str,
+        exit_code: int | None,
+    ) -> None:
+        if self.heartbeat.lost.is_set():
+            return  # the run is another worker's now: its attempt owns the rows
+        finished = utcnow()
+        try:
+            log_bytes = log_path.read_bytes() if log_path.exists() else b""
+        except OSError:
+            log_bytes = b""
+
+        def close(s: Session) -> None:
+            row = s.get(Step, step_id)
+            if row is None:  # a newer attempt started over
+                return
+            row.status = status
+            row.finished_at = finished
+            row.duration_s = (finished - row.started_at).total_seconds() if row.started_at else None
+            row.exit_code = exit_code
+            row.summary = summary[:2000]
+            row.store_log(log_bytes)
+
+        self.write(close)
+        self._emit(RunEvent(self.run_id, "step", name.value, status, summary))
+
+    def _emit(self, event: RunEvent) -> None:
+        """Progress display only: its failure never reaches the step."""
+        try:
+            self.on_event(event)
+        except Exception:
+            log.exception("run %s: progress display failed", self.run_id)
+
+    @staticmethod
+    def _log_quietly(sink: LogSink, text: str) -> None:
+        try:
+            sink.write(text)
+        except Exception:
+            log.warning("cannot write to %s: %s", sink.path, text.strip()[:500])
 
 
 def execute_run(
@@ -216,18 +342,38 @@ def execute_run(
         backend = s.get_one(Backend, run.backend_id)
         spec_text, source = run.torch_spec, backend.source
         only_tests = _tests_to_rerun(run)
+        attempt = run.attempts
 
-    ctx = _RunContext(engine, settings, run_id, worker_id, on_event or _ignore, only_tests)
+    ctx = _RunContext(
+        engine, settings, run_id, worker_id, on_event or _ignore, only_tests, attempt=attempt
+    )
+    groups_file = ctx.run_dir / "process-groups"
+    if attempt > 1:
+        # What a killed earlier attempt left running would build beside this one.
+        reaped = reap_groups(groups_file)
+        if reaped:
+            log.warning("run %s: killed groups of attempt %s: %s", run_id, attempt - 1, reaped)
     if settings.sandbox:
         probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
         shield_worker_environ()
     try:
-        with child_environment(ctx.child_policy):
+        ctx.run_dir.mkdir(parents=True, exist_ok=True)
+        with (
+            ctx.heartbeat,
+            attempt_scope(Attempt(abort=ctx.heartbeat.abort_reason, groups_file=groups_file)),
+            child_environment(ctx.child_policy),
+        ):
             state = _pipeline(ctx, spec_text, Path(source))
     except _Lost:
         log.warning("run %s: lease lost to another worker; stopping", run_id)
         return None
-    except PipelineError as exc:
+    except Exception as raised:
+        exc = _as_pipeline_error(raised)
+        if exc is None:
+            log.exception("run %s: internal error", run_id)
+            state = _finish(ctx, RunState.ERRORED, error=f"internal error: {raised!r}")
+            ctx.on_event(RunEvent(run_id, "done", "", state.value))
+            return state.value
         error = f"{exc.kind} error: {exc}"
         if retry_infra and exc.kind == "infra":
             if _requeue_for_retry(ctx, exc):
@@ -235,11 +381,17 @@ def execute_run(
                 return RunState.QUEUED.value
             error = f"infra error on the last of {1 + settings.infra_retries} attempts: {exc}"
         state = _finish(ctx, RunState.ERRORED, error=error)
-    except Exception as exc:
-        log.exception("run %s: internal error", run_id)
-        state = _finish(ctx, RunState.ERRORED, error=f"internal error: {exc!r}")
     ctx.on_event(RunEvent(run_id, "done", "", state.value))
     return state.value
+
+
+def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
+    """The pipeline's own errors, and the machine's faults met anywhere (a full disk, the
+    database gone longer than a write waits) as infra; None for a bug of ootci's."""
+    if isinstance(exc, PipelineError):
+        return exc
+    reason = infra_reason(exc)
+    return PipelineError(reason) if reason is not None else None
 
 
 def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
@@ -406,28 +558,39 @@ def _tests_to_rerun(run: Run) -> list[str] | None:
 def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:
     """Back to the queue if the retry budget allows another attempt (and the run is still
     ours); its failed steps stay visible until the next attempt starts over."""
-    with session_scope(ctx.engine) as s:
+    delays: list[int] = []
+
+    def requeue(s: Session) -> None:
         run = s.get_one(Run, ctx.run_id)
         budget = 1 + ctx.settings.infra_retries
         if run.attempts >= budget or run.claimed_by != ctx.worker_id:
-            return False
+            return
         delay = retry_delay_s(run.attempts, ctx.settings.infra_retry_delay_s)
         requeue_for_retry(
             s, run, delay_s=delay,
             error=f"infra error on attempt {run.attempts} of {budget}, retrying in {delay} s: {exc}",
         )
-    log.warning("run %s: infra error, retrying in %s s: %s", ctx.run_id, delay, exc)
+        delays.append(delay)
+
+    ctx.write(requeue)
+    if not delays:
+        return False
+    log.warning("run %s: infra error, retrying in %s s: %s", ctx.run_id, delays[0], exc)
     return True
 
 
 def _finish(ctx: _RunContext, state: RunState, *, error: str) -> RunState:
-    with session_scope(ctx.engine) as s:
+    def finish(s: Session) -> None:
         run = s.get_one(Run, ctx.run_id)
+        if run.claimed_by != ctx.worker_id:
+            return  # another attempt owns the run now
         run.error = error[:4000]
         run.verdict = "infra" if "infra" in error else "unknown"
         run.verdict_reason = error[:4000]
         if RunState(run.state) is RunState.RUNNING:
             run.transition(state)
+
+    ctx.write(finish)
     return state
 
 

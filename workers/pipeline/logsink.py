@@ -13,6 +13,7 @@ database and every reader at most ``max_bytes``; the head (how it started) and t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import deque
@@ -54,6 +55,8 @@ class LogSink:
         self._held_bytes = 0
         self.cut_bytes = 0
         self.cut_lines = 0
+        # The first error writing the file (ENOSPC): the step reports it as infra.
+        self.write_error: OSError | None = None
 
     def write(self, line: str) -> None:
         """Append one line (a trailing newline is dropped, embedded ones split it)."""
@@ -61,7 +64,11 @@ class LogSink:
             with self._lock:
                 if self._file.closed:
                     raise ValueError(f"log {self.path} is closed")
-                self._keep((part + "\n").encode("utf-8", "replace"))
+                try:
+                    self._keep((part + "\n").encode("utf-8", "replace"))
+                except OSError as exc:
+                    self.write_error = self.write_error or exc
+                    raise
                 self._tail.append(part)
                 self.lines_written += 1
             if self._on_line is not None:
@@ -102,8 +109,15 @@ class LogSink:
     def close(self) -> None:
         with self._lock:
             if not self._file.closed:
-                self._write_held_tail()
-                self._file.close()
+                try:
+                    self._write_held_tail()
+                    self._file.close()
+                except OSError as exc:  # the buffered rest did not fit (ENOSPC)
+                    self.write_error = self.write_error or exc
+                    if not self._file.closed:
+                        # The same disk, still full: the first error says so.
+                        with contextlib.suppress(OSError):
+                            self._file.close()
 
     @property
     def closed(self) -> bool:

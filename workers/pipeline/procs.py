@@ -9,14 +9,16 @@ on a timeout or when a watchdog says so, and the result says which of those happ
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import logging
 import os
 import shlex
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -28,6 +30,11 @@ from workers.pipeline.logsink import LogSink
 EXIT_NOT_FOUND = 127
 _TERM_GRACE_S = 3.0
 _READER_DRAIN_S = 5.0
+_PR_SET_PDEATHSIG = 1
+# Loaded in the parent: the child, between fork and exec, only calls it.
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,9 +84,91 @@ def child_env(
     return env
 
 
+@dataclass
+class Attempt:
+    """What every child of one run attempt shares (set by :func:`attempt_scope`, per thread).
+
+    ``abort`` is polled beside each step's watchdog: a reason (the lease is lost) kills the
+    child's group. Each child's process group is appended to ``groups_file`` so the next
+    attempt reaps what a killed worker left (grandchildren outlive a death signal)."""
+
+    abort: Callable[[], str | None] = lambda: None
+    groups_file: Path | None = None
+    started: list[int] = field(default_factory=list)
+
+
+_attempts = threading.local()
+
+
+@contextlib.contextmanager
+def attempt_scope(attempt: Attempt) -> Iterator[Attempt]:
+    previous = getattr(_attempts, "current", None)
+    _attempts.current = attempt
+    try:
+        yield attempt
+    finally:
+        _attempts.current = previous
+
+
+def _current_attempt() -> Attempt | None:
+    current: Attempt | None = getattr(_attempts, "current", None)
+    return current
+
+
+def _record_group(attempt: Attempt | None, pgid: int) -> None:
+    if attempt is None:
+        return
+    attempt.started.append(pgid)
+    if attempt.groups_file is not None:
+        try:
+            with attempt.groups_file.open("a") as f:
+                f.write(f"{pgid}\n")
+        except OSError:
+            _log.warning("cannot record process group %s in %s", pgid, attempt.groups_file)
+
+
+def reap_groups(groups_file: Path) -> list[int]:
+    """SIGKILL the process groups an earlier attempt recorded (a worker killed mid-step
+    leaves its build's grandchildren running); the groups that still existed."""
+    try:
+        pgids = {int(line) for line in groups_file.read_text().split() if line.isdigit()}
+    except OSError:
+        return []
+    killed = []
+    for pgid in sorted(pgids):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            killed.append(pgid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    groups_file.unlink(missing_ok=True)
+    return killed
+
+
+def _die_with_parent(then: Callable[[], None] | None, parent: int) -> Callable[[], None]:
+    """A preexec that has the kernel SIGKILL the child when the worker dies (kill -9
+    included), then runs ``then``. bwrap (``--die-with-parent``) and setpriv
+    (``--pdeathsig``) carry it past their own credential changes, which clear it."""
+
+    def preexec() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(137)
+        if then is not None:
+            then()
+
+    return preexec
+
+
 def _pump(stream: IO[bytes], log: LogSink) -> None:
+    """Drain the child's output to ``log``. Never raises: a log that cannot be written (a
+    full disk) must not leave the child blocked on a full pipe; the sink keeps the error."""
     for raw in iter(stream.readline, b""):
-        log.write(raw.decode("utf-8", errors="replace"))
+        try:
+            log.write(raw.decode("utf-8", errors="replace"))
+        except Exception:
+            if not getattr(log, "write_error", None):
+                _log.exception("cannot write to %s; draining the output", log.path)
     stream.close()
 
 
@@ -112,14 +201,18 @@ def run_streaming(
     poll_s: float = 0.2,
     term_grace_s: float = _TERM_GRACE_S,
     preexec_fn: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcResult:
     """Run ``cmd`` in its own process group, streaming stdout+stderr to ``log``.
 
     ``watchdog`` is polled every ``poll_s``; a non-None answer kills the group and becomes
     ``killed_reason`` (the test step uses it for per-test deadlines). The overall timeout
     does the same with "timed out after N s". ``preexec_fn`` runs in the child before it
-    execs (the sandbox sets its limits and drops privileges there).
+    execs (the sandbox sets its limits and drops privileges there); the child always dies
+    with the worker. ``pass_fds`` stay open in the child (a lock the attempt holds until its
+    last child is gone).
     """
+    attempt = _current_attempt()
     log.write(f"$ {shlex.join(cmd)}")
     start = time.monotonic()
     try:
@@ -131,12 +224,14 @@ def run_streaming(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=preexec_fn,
+            preexec_fn=_die_with_parent(preexec_fn, os.getpid()),
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         log.write(f"ootci: cannot start {cmd[0]!r}: {exc}")
         return ProcResult(EXIT_NOT_FOUND, time.monotonic() - start, start_error=str(exc))
     assert proc.stdout is not None
+    _record_group(attempt, proc.pid)
     reader = threading.Thread(target=_pump, args=(proc.stdout, log), daemon=True)
     reader.start()
 
@@ -145,6 +240,8 @@ def run_streaming(
     while proc.poll() is None:
         if time.monotonic() >= deadline:
             reason = f"timed out after {timeout_s:g} s"
+        elif attempt is not None and (aborted := attempt.abort()) is not None:
+            reason = aborted
         elif watchdog is not None:
             reason = watchdog()
         if reason is not None:
@@ -160,4 +257,8 @@ def run_streaming(
             os.killpg(proc.pid, signal.SIGKILL)
         reader.join(_READER_DRAIN_S)
     returncode = proc.wait()
+    # What the command left in its group (a daemon that let go of our pipe) ends with the
+    # step: nothing of a step outlives it.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     return ProcResult(returncode, time.monotonic() - start, reason)

@@ -291,7 +291,10 @@ def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
             reason = "; ".join(reasons[-3:]) or f"pip exited with {result.returncode}"
             raise SpecError(f"torch requirement {spec.requirement!r} does not resolve: {reason}")
         installs = json.loads(report.read_text())["install"]
-    item = next(i for i in installs if canonicalize_name(i["metadata"]["name"]) == "torch")
+    item = next((i for i in installs if canonicalize_name(i["metadata"]["name"]) == "torch"), None)
+    if item is None:
+        # pip resolved fine and chose nothing (an environment marker this Python fails).
+        raise SpecError(f"torch requirement {spec.requirement!r} selects no torch for this Python")
     info = item["download_info"]
     return Artifact(
         "torch",
@@ -362,7 +365,20 @@ def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
         raise SpecError(f"torch spec {spec.text!r}: {exc}") from None
     if name != "torch":
         raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a torch wheel")
+    _check_wheel_archive(spec, path)
     return Artifact("torch", str(version), path.as_uri(), _sha256_file(path))
+
+
+def _check_wheel_archive(spec: TorchSpec, path: Path) -> None:
+    """A wheel the user named must be a zip holding its WHEEL metadata: pip failing on a
+    broken one later would read as infrastructure and be retried for nothing."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a valid wheel: {exc}") from None
+    if not any(n.endswith(".dist-info/WHEEL") for n in names):
+        raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a valid wheel: no .dist-info/WHEEL")
 
 
 def _with_sha256(artifact: Artifact, cache_dir: Path, log: LogSink) -> Artifact:

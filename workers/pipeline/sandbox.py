@@ -101,7 +101,8 @@ def _works(cmd: list[str]) -> bool:
 
 
 def _drop_to(setpriv: str, uid: int) -> list[str]:
-    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    # Switching uid clears the parent-death signal ootci's preexec set: set it again.
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--pdeathsig=KILL", "--"]
 
 
 @dataclass(frozen=True)
