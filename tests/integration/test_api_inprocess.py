@@ -3,17 +3,15 @@ runs the real pipeline (the same ``execute_run`` the Celery task calls)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
-import http.server
 import json
-import threading
 import time
 import uuid
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+from sqlalchemy import Engine
 
 from service.api.app import create_app
 from service.commands.runs import get_or_create_backend
@@ -22,6 +20,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
 from tests.support.fake_torch import build_wheel
+from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 
@@ -44,9 +43,6 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
     # The upstream PR's own build, published where the relay says (a PR run never borrows
     # another torch): a small stand-in wheel served over loopback HTTP.
     wheel = build_wheel(tmp_path / "pr-builds", "2.14.0", "e" * 40, {})
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(wheel.parent))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     assert settings.in_process
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
@@ -56,8 +52,15 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
         lambda run_id: execute_run(engine, settings, run_id, "in-process-test")
     )
     relayed = json.loads((FIXTURES / "repository_dispatch_pull_request.json").read_bytes())
-    relayed["client_payload"]["wheel_url"] = f"http://127.0.0.1:{server.server_port}/{wheel.name}"
-    body = json.dumps(relayed).encode()
+    with serve_directory(wheel.parent) as url:
+        relayed["client_payload"]["wheel_url"] = f"{url}/{wheel.name}"
+        _deliver_and_follow(settings, engine, dispatcher, json.dumps(relayed).encode())
+    engine.dispose()
+
+
+def _deliver_and_follow(
+    settings: Settings, engine: Engine, dispatcher: InProcessDispatcher, body: bytes
+) -> None:
     headers = {
         "Content-Type": "application/json",
         "X-GitHub-Event": "repository_dispatch",
@@ -78,5 +81,3 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
         tests = client.get(f"/api/runs/{run_id}/tests").json()
         assert [r["nodeid"] for r in tests["results"]] == ["tests/test_ok.py::test_ok"]
         assert run["torch_build"]["git_version"] == "e" * 40
-    server.shutdown()
-    engine.dispose()

@@ -4,14 +4,11 @@ wheel (same sha256, same git_version), and bad input is one line and exit 2 with
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from sqlalchemy import create_engine, select
 from service.models import Run, TorchBuild
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
+from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.resolve import parse_spec, resolve, wheel_git_version
@@ -167,24 +165,12 @@ def test_a_known_commit_date_bounds_the_search(
         _resolve(f"commit:{PINNED_SHA}", index.url, tmp_path, commit_date=dt.date(2026, 11, 22))
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture
 def http_root(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     root = tmp_path / "www"
     root.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(root) as url:
+        yield root, url
 
 
 def test_a_wheel_url_that_404s_is_the_specs_fault_and_a_changed_wheel_is_refused(

@@ -6,12 +6,9 @@ is never tested against another torch."""
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
 import hmac
-import http.server
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +29,7 @@ from service.models import Run, Step, TorchBuild
 from tests.support import paths as support_paths
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import build_wheel
+from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.pr_wait import check_waiting, is_published
@@ -50,25 +48,13 @@ def test_the_prs_torch():
 """
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
 @pytest.fixture
 def pr_builds(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """Where upstream publishes PR wheels: an empty directory served on loopback."""
     root = tmp_path / "pr-builds"
     root.mkdir()
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_directory(root) as url:
+        yield root, url
 
 
 def publish_pr_wheel(root: Path) -> Path:
