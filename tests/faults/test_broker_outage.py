@@ -38,8 +38,9 @@ def test_a_broker_cut_loses_no_run(tmp_path: Path) -> None:
         get_or_create_backend(s, "faulty", str(tmp_path))
     with TcpProxy("127.0.0.1", 6379) as proxy:
         broker = f"redis://127.0.0.1:{proxy.port}/{REDIS_DB}"
+        # The operator's default spec is one API callers may ask for.
         settings = Settings(home=tmp_path / "home", database_url=str(engine.url),
-                            broker_url=broker, api_token="t0ken")
+                            broker_url=broker, api_token="t0ken", default_torch="installed")
         dispatcher = CeleryDispatcher(broker)
         app = create_app(settings, dispatcher=dispatcher, engine=engine)
         with TestClient(app) as client:
