@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import hmac
 import http.server
+import json
 import os
 import signal
 import subprocess
@@ -36,6 +37,8 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
+from tests.support.fake_torch import build_wheel
+from tests.support.file_server import serve_directory
 from tests.support.live_server import free_port
 from tests.support.pyonly import write_pyonly_backend
 
@@ -145,8 +148,7 @@ class Stack:
         resp.raise_for_status()
         return dict(resp.json())
 
-    def post_webhook(self, fixture: str, event: str) -> httpx.Response:
-        body = (FIXTURES / fixture).read_bytes()
+    def post_webhook(self, body: bytes, event: str) -> httpx.Response:
         signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         return httpx.post(
             f"{self.api}/webhooks/github",
@@ -194,6 +196,7 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         "OOTCI_WEBHOOK_SECRET": SECRET,
         "OOTCI_API_TOKEN": TOKEN,
         "OOTCI_DEFAULT_TORCH": "installed",
+        "OOTCI_RELAY_REPOSITORIES": '["acme/torch-acme"]',
         "OOTCI_RUN_LEASE_S": str(LEASE_S),
         "OOTCI_RERUN_FAILED_TESTS": "false",
         "PYTHONUNBUFFERED": "1",
@@ -245,8 +248,19 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         broker.close()
 
 
-def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(stack: Stack) -> None:
-    resp = stack.post_webhook("pull_request_labeled.json", "pull_request")
+def test_signed_webhook_run_goes_queued_running_finished_through_a_worker(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # A relayed PR event with the PR's own build (a PR run tests that build or none).
+    wheel = build_wheel(tmp_path / "pr-builds", "2.14.0", "e" * 40, {})
+    relayed = json.loads((FIXTURES / "repository_dispatch_pull_request.json").read_bytes())
+    with serve_directory(wheel.parent) as url:
+        relayed["client_payload"]["wheel_url"] = f"{url}/{wheel.name}"
+        _webhook_run_through_a_worker(stack, json.dumps(relayed).encode())
+
+
+def _webhook_run_through_a_worker(stack: Stack, body: bytes) -> None:
+    resp = stack.post_webhook(body, "repository_dispatch")
     assert resp.status_code == 202, resp.text
     assert resp.json()["status"] == "queued"
     (run_id,) = resp.json()["run_ids"]
