@@ -90,13 +90,17 @@ class GitHubClient:
         write_interval_s: float = WRITE_INTERVAL_S,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        max_retries: int | None = None,
     ) -> GitHubClient:
+        """``max_retries`` overrides the setting (0: one try, for a caller someone waits on)."""
         return cls(
             settings.github_api_url,
             settings.github_token.get_secret_value(),
             settings.upstream_repo,
             timeout_s=settings.github_timeout_s,
-            backoff=Backoff(max_retries=settings.github_max_retries),
+            backoff=Backoff(
+                max_retries=settings.github_max_retries if max_retries is None else max_retries
+            ),
             write_interval_s=write_interval_s,
             sleep=sleep,
             clock=clock,

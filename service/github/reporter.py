@@ -212,16 +212,20 @@ def report_settings(settings: Settings) -> ReportSettings:
     )
 
 
-def drain_with_settings(settings: Settings, sessions: Callable[[], Session]) -> DrainResult:
+def drain_with_settings(
+    settings: Settings, sessions: Callable[[], Session], *, max_retries: int | None = None
+) -> DrainResult:
     """The drain as the worker task and the embedded mode run it."""
-    return drain(sessions, GitHubClient.from_settings(settings), report_settings(settings))
+    github = GitHubClient.from_settings(settings, max_retries=max_retries)
+    return drain(sessions, github, report_settings(settings))
 
 
 def drain_quietly(settings: Settings, sessions: Callable[[], Session]) -> DrainResult | None:
-    """Send what a finished run queued, in the embedded mode. A report that cannot go out
-    now stays in the outbox for the next drain; it never fails the run that asked for it."""
+    """Send what a finished run queued, in the embedded mode. One try per message: someone
+    is waiting at the terminal, and a GitHub that cannot be reached now is tried again by
+    the next drain (the next run, `ootci report`). A report never fails the run."""
     try:
-        return drain_with_settings(settings, sessions)
+        return drain_with_settings(settings, sessions, max_retries=0)
     except Exception:
         log.exception("outbox: drain failed; the messages stay queued")
         return None

@@ -148,3 +148,26 @@ def test_without_a_token_the_report_is_a_dry_run_shown_not_sent(engine: Engine, 
         report = [m for m in _messages(session) if m.kind == OutboxKind.PR_REPORT]
         assert report[0].state == OutboxState.DRY_RUN
         assert report[0].result["body"].startswith(MARKER) and report[0].result["label_op"] == "add"
+
+
+def test_the_drain_after_an_interactive_run_tries_github_once_and_keeps_the_rest(
+    engine: Engine, fake_github: FakeGitHub, tmp_path: Path
+) -> None:
+    """Someone waits at the terminal after `ootci run`: a GitHub that is down costs one
+    request, and the message waits for the next drain."""
+    from service.config import Settings
+    from service.github.reporter import drain_quietly
+
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        breakage_with_range(session, base, head)
+    fake_github.fail_with_5xx(times=1000, status=503)
+    settings = Settings(home=tmp_path, github_api_url=fake_github.url,
+                        github_token=fake_github.token)
+    before = len(fake_github.requests)
+    result = drain_quietly(settings, sessions)
+    assert result is not None and result.retried == 1 and result.sent == 0
+    assert len(fake_github.requests) - before == 1
+    with sessions() as session:
+        assert [m.state for m in _messages(session)] == [OutboxState.PENDING]
