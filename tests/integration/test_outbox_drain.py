@@ -4,6 +4,7 @@ nights go by and when the breakage resolves; outages delay and never lose or dup
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
