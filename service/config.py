@@ -214,6 +214,11 @@ class Settings(BaseSettings):
         "", description="Where the dashboard is reachable, for links in GitHub comments "
         "(e.g. https://ootci.example.org); empty: comments carry no links."
     )
+    test_processes: int = Field(
+        0, ge=0, le=256,
+        description="pytest processes the test step runs at once, the suite split by file "
+        "(each crash-isolated like a serial run); 0 = the worker's cores, 1 = serial.",
+    )
 
     # Beat schedule.
     nightly_cron: str = "0 3 * * *"

@@ -62,6 +62,7 @@ from workers.pipeline.sandbox import (
     shield_worker_environ,
 )
 from workers.pipeline.testing import run_tests
+from workers.pipeline.testing_parallel import default_processes
 from workers.pipeline.types import (
     PipelineError,
     Recipe,
@@ -530,6 +531,8 @@ def _test_step(
             build_dir=build_dir,
             only=ctx.only_tests,
             sandbox=sandbox,
+            processes=ctx.settings.test_processes or default_processes(),
+            masker=ctx.masker,
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:

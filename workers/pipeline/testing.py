@@ -28,6 +28,7 @@ from typing import Any
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.logsink import LogSink
+from workers.pipeline.masking import SecretMasker
 from workers.pipeline.procs import (
     ProcResult,
     child_env,
@@ -38,6 +39,7 @@ from workers.pipeline.procs import (
 from workers.pipeline.pytest_plugin import PLUGIN_DIR, PLUGIN_MODULE
 from workers.pipeline.recipe import expand
 from workers.pipeline.sandbox import DiskBudget, StepSandbox, combine
+from workers.pipeline.testing_parallel import PartResult, partition, run_parts
 from workers.pipeline.types import (
     Recipe,
     StepOutcome,
@@ -73,6 +75,8 @@ class _Attempt:
     limit_tripped: str | None = None
     finished: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
+    # The files pytest would collect, from a listing run (testing_parallel.py).
+    files: list[str] = field(default_factory=list)
     session_finished: bool = False
 
     @property
@@ -149,7 +153,7 @@ def _plugin_environ(
     attempt: int,
     timeout_args: list[str],
     build_dir: Path | None,
-    id_files: dict[str, Path],
+    id_files: dict[str, str],
 ) -> dict[str, str]:
     addopts = " ".join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors", *timeout_args])
     overrides = {
@@ -158,7 +162,7 @@ def _plugin_environ(
         "OOTCI_ATTEMPT": str(attempt),
         "PYTHONFAULTHANDLER": "1",
         "PYTHONUNBUFFERED": "1",
-        **{name: str(path) for name, path in id_files.items()},
+        **id_files,
     }
     if build_dir is not None:
         overrides["OPENREG_BUILD_DIR"] = str(build_dir)
@@ -166,7 +170,7 @@ def _plugin_environ(
     # PYTEST_ADDOPTS, not argv: it reaches pytest even through a vendor's wrapper script.
     overrides["PYTEST_ADDOPTS"] = f"{existing} {addopts}".strip()
     environ = child_env(overrides, pythonpath_front=[*env.pythonpath, PLUGIN_DIR])
-    for name in ("OOTCI_DESELECT", "OOTCI_SELECT"):
+    for name in ("OOTCI_DESELECT", "OOTCI_SELECT", "OOTCI_IGNORE_FILES", "OOTCI_LIST_FILES"):
         if name not in id_files:
             environ.pop(name, None)
     return environ
@@ -254,15 +258,18 @@ class _Runner:
         build_dir: Path | None,
         only: list[str] | None = None,
         sandbox: StepSandbox | None = None,
+        ignore_files: Path | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
         self.sandbox = sandbox
         self.disk_budget: DiskBudget | None = sandbox.disk_budget() if sandbox else None
         self.only = only  # node ids every run is limited to; None = the whole suite
+        self.ignore_files = ignore_files  # files of the other parts of a parallel step
         self.per_test_s = per_test_s
         self.timeout_args = timeout_args
         self.build_dir = build_dir
-        self.deadline = time.monotonic() + timeout_s
+        self.deadline = deadline if deadline is not None else time.monotonic() + timeout_s
         self.timeout_s = timeout_s
         self.results_path = work_dir / RESULTS_FILE
         self.results = _ResultsFile(self.results_path)
@@ -273,17 +280,28 @@ class _Runner:
         return self.deadline - time.monotonic()
 
     def run(
-        self, junit: Path, *, deselect: Iterable[str] = (), select: Iterable[str] | None = None
+        self,
+        junit: Path,
+        *,
+        deselect: Iterable[str] = (),
+        select: Iterable[str] | None = None,
+        list_files: bool = False,
     ) -> _Attempt:
         attempt = self.attempt
         self.attempt += 1
-        id_files = {}
+        id_files: dict[str, str] = {}
         if deselect:
-            id_files["OOTCI_DESELECT"] = _write_ids(
-                self.work_dir / f"deselect.{attempt}.txt", deselect
+            id_files["OOTCI_DESELECT"] = str(
+                _write_ids(self.work_dir / f"deselect.{attempt}.txt", deselect)
             )
         if select is not None:
-            id_files["OOTCI_SELECT"] = _write_ids(self.work_dir / f"select.{attempt}.txt", select)
+            id_files["OOTCI_SELECT"] = str(
+                _write_ids(self.work_dir / f"select.{attempt}.txt", select)
+            )
+        if self.ignore_files is not None:
+            id_files["OOTCI_IGNORE_FILES"] = str(self.ignore_files)
+        if list_files:
+            id_files["OOTCI_LIST_FILES"] = "1"
         environ = _plugin_environ(
             self.recipe,
             self.env,
@@ -334,6 +352,8 @@ class _Runner:
                 state.finished.setdefault(event["nodeid"], event)
             elif kind == "session_finished":
                 state.session_finished = True
+            elif kind == "test_file":
+                state.files.append(str(event["path"]))
         return state
 
 
@@ -360,6 +380,8 @@ def run_tests(
     build_dir: Path | None = None,
     only: Sequence[str] | None = None,
     sandbox: StepSandbox | None = None,
+    processes: int = 1,
+    masker: SecretMasker | None = None,
 ) -> TestRunOutcome:
     """Run the backend's suite; see the module docstring.
 
@@ -372,7 +394,12 @@ def run_tests(
     there instead of installing it. With a ``sandbox`` every pytest process runs in it; a
     test a sandbox limit stops is ``failed`` with the limit as its message (the backend
     broke the limit), not ``crashed``.
+
+    With ``processes`` > 1 the suite's files are split over that many pytest processes
+    run at once (``testing_parallel.py``), each isolated as above; the records and the
+    verdict are the serial step's. ``masker`` masks the parts' own logs like the step's.
     """
+    started = time.monotonic()
     work_dir.mkdir(parents=True, exist_ok=True)
     if sandbox is not None:
         log.write(sandbox.describe())
@@ -388,29 +415,53 @@ def run_tests(
         timeout_args = ["-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread"]
     else:
         log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
-    runner = _Runner(
-        recipe,
-        env,
-        work_dir,
-        log,
-        timeout_s=timeout_s,
-        per_test_s=per_test_s,
-        timeout_args=timeout_args,
-        build_dir=build_dir,
-        only=list(only) if only else None,
-        sandbox=sandbox,
-    )
-    if runner.only is not None:
-        log.write(f"ootci: running only {len(runner.only)} test(s): the failures being rerun")
-    records, first, problem = _run_until_done(runner)
+
+    def runner_in(
+        directory: Path, sink: LogSink, ignore_files: Path | None = None,
+        deadline: float | None = None,
+    ) -> _Runner:
+        return _Runner(
+            recipe,
+            env,
+            directory,
+            sink,
+            timeout_s=timeout_s,
+            per_test_s=per_test_s,
+            timeout_args=timeout_args,
+            build_dir=build_dir,
+            only=list(only) if only else None,
+            sandbox=sandbox,
+            ignore_files=ignore_files,
+            deadline=deadline,
+        )
+
+    if only:
+        log.write(f"ootci: running only {len(only)} test(s): the failures being rerun")
+    # A rerun of named failures is small: one process, like before the parallel step.
+    parts = [] if only or processes < 2 else _parts(runner_in(work_dir / "listing", log), processes)
+
+    def run_to_the_end(runner: _Runner) -> PartResult:
+        outcome = _run_until_done(runner)
+        if rerun_failures and outcome.problem is None:
+            _rerun_failures(runner, outcome.records, runner.log)
+        return outcome
+
+    if len(parts) > 1:
+        deadline = started + timeout_s  # the listing counts against the step's limit
+
+        def run_part(part_dir: Path, part_log: LogSink, ignore: Path) -> PartResult:
+            return run_to_the_end(runner_in(part_dir, part_log, ignore, deadline))
+
+        outcome = run_parts(parts, work_dir, log, run_part, masker=masker)
+    else:
+        outcome = run_to_the_end(runner_in(work_dir, log))
+    records, first, problem = outcome.records, outcome.first, outcome.problem
     if problem is not None and not records:
         import_error = _probe_import(recipe, env, build_dir, work_dir, log, sandbox)
         if import_error is not None:
             # Not infrastructure: torch (with the backend autoloaded) cannot be imported.
             records[import_error.nodeid] = import_error
             problem = None
-    if rerun_failures and problem is None:
-        _rerun_failures(runner, records, log)
 
     results = tuple(records.values())
     status, summary = _verdict(results, problem, no_tests=not results)
@@ -458,7 +509,19 @@ def _probe_import(
     return None
 
 
-def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult, str | None]:
+def _parts(lister: _Runner, processes: int) -> list[list[str]]:
+    """The suite's files split for ``processes`` processes; [] when pytest cannot list them
+    (a broken conftest, a wrapper script that drops our plugin): the serial step then
+    runs and reports why, exactly as without parallelism."""
+    lister.work_dir.mkdir(parents=True, exist_ok=True)
+    lister.log.write("ootci: listing the suite's test files")
+    state = lister.run(lister.work_dir / "junit.xml", list_files=True)
+    if state.proc.returncode not in {0, _NO_TESTS} or state.started:
+        return []
+    return partition(list(dict.fromkeys(state.files)), processes)
+
+
+def _run_until_done(runner: _Runner) -> PartResult:
     """Run pytest, restarting it after each crash without the tests already recorded.
 
     Returns the records in the order tests ran, the first pytest process's result and,
@@ -526,7 +589,7 @@ def _run_until_done(runner: _Runner) -> tuple[dict[str, TestRecord], ProcResult,
         break
 
     assert first is not None  # the loop runs at least once
-    return records, first, problem
+    return PartResult(records, first, problem)
 
 
 def _rerun_failures(runner: _Runner, records: dict[str, TestRecord], log: LogSink) -> None:

@@ -11,6 +11,11 @@ $OOTCI_DESELECT / $OOTCI_SELECT name files of node ids (one a line) to leave out
 only: the runner restarts pytest after a crash without the tests already recorded, and
 reruns failures alone. $OOTCI_ATTEMPT tags every line with the run it came from.
 
+For a parallel test step (``testing_parallel.py``): with $OOTCI_LIST_FILES the plugin only
+lists the files pytest would collect (one ``test_file`` line each) and imports none of them;
+$OOTCI_IGNORE_FILES names files (absolute paths, one a line) this process must not collect:
+the files the other processes of the step run.
+
 Only the standard library and pytest's hooks: this runs inside whatever torch and pytest
 the backend's environment has.
 """
@@ -174,9 +179,40 @@ def _combine(reports: list[pytest.TestReport]) -> tuple[str, str | None, str | N
     return "passed", None, None
 
 
+class _FileLister:
+    """Records each file pytest would collect and hands pytest no collector for it: the
+    listing imports the conftests but no test module (a test file that crashes on import
+    crashes in the process that runs it, not here)."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self._recorder = recorder
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collect_file(self, file_path: Path, parent: Any) -> Any:
+        outcome = yield
+        if outcome.get_result():
+            self._recorder.emit("test_file", path=str(Path(file_path).resolve()))
+            outcome.force_result([])
+
+
+class _FileFilter:
+    """Keeps this process off the files the other processes of a parallel step run."""
+
+    def __init__(self, ignored: set[str]) -> None:
+        self._ignored = ignored
+
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        return True if str(Path(collection_path).resolve()) in self._ignored else None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     path = os.environ.get("OOTCI_RESULTS")
     if path and not hasattr(config, "workerinput"):  # xdist workers report via the controller
         recorder = _Recorder(path, int(os.environ.get("OOTCI_ATTEMPT", "0")))
         config.pluginmanager.register(recorder, "ootci_recorder")
         config.add_cleanup(recorder.close)
+        if os.environ.get("OOTCI_LIST_FILES"):
+            config.pluginmanager.register(_FileLister(recorder), "ootci_file_lister")
+    ignored = _read_ids(os.environ.get("OOTCI_IGNORE_FILES"))
+    if ignored:
+        config.pluginmanager.register(_FileFilter(ignored), "ootci_file_filter")

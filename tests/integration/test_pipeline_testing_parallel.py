@@ -1,0 +1,121 @@
+"""The parallel test step against a real suite that aborts, hangs, fails, flakes and does not
+import: split over two pytest processes it records what the serial step records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_pipeline_testing import installed, make_suite, run
+from workers.pipeline.testing import RESULTS_FILE
+from workers.pipeline.types import TestRunOutcome
+
+__all__ = ["installed"]  # the module-scoped fixture, shared with the serial tests
+
+SUITE = {
+    "test_a_plain.py": """
+        import pytest
+
+        def test_passes():
+            pass
+
+        def test_fails():
+            assert 1 == 2, "always"
+
+        @pytest.mark.skip(reason="not on this device")
+        def test_skipped():
+            pass
+    """,
+    "test_b_aborts.py": """
+        import os
+
+        def test_before_abort():
+            pass
+
+        def test_aborts():
+            os.abort()
+
+        def test_after_abort():
+            pass
+    """,
+    "test_c_hangs.py": """
+        import time
+
+        def test_before_hang():
+            pass
+
+        def test_hangs():
+            time.sleep(600)
+
+        def test_after_hang():
+            pass
+    """,
+    "test_d_flaky.py": """
+        from pathlib import Path
+
+        MARK = Path(__file__).with_name("flaky.mark")
+
+        def test_flaky():
+            if not MARK.exists():
+                MARK.write_text("failed once")
+                raise AssertionError("first run fails")
+    """,
+    "test_e_broken_import.py": """
+        import no_such_module_anywhere
+
+        def test_never_runs():
+            pass
+    """,
+}
+HANG_MESSAGES = {"timed out after 2 s", "timed out after 2 s (killed by ootci)"}
+
+
+def _records(result: TestRunOutcome) -> dict[str, tuple[str, str | None]]:
+    return {
+        r.nodeid: (r.outcome, "<hang>" if r.message in HANG_MESSAGES else r.message)
+        for r in result.results
+    }
+
+
+def _started(events_file: Path) -> set[str]:
+    lines = events_file.read_text().splitlines()
+    return {json.loads(line)["nodeid"] for line in lines if '"started"' in line}
+
+
+@pytest.mark.slow
+def test_parallel_records_what_serial_records(installed: object, tmp_path: Path) -> None:
+    serial_root, parallel_root = tmp_path / "serial", tmp_path / "parallel"
+    serial_suite = make_suite(serial_root, SUITE, timeout_per_test=2)
+    parallel_suite = make_suite(parallel_root, SUITE, timeout_per_test=2)
+
+    serial = run(serial_suite, installed, serial_root)  # type: ignore[arg-type]
+    parallel = run(parallel_suite, installed, parallel_root, processes=2)  # type: ignore[arg-type]
+
+    assert _records(parallel) == _records(serial)
+    assert _records(serial) == {
+        "tests/test_a_plain.py::test_passes": ("passed", None),
+        "tests/test_a_plain.py::test_fails": ("failed", "AssertionError: always\nassert 1 == 2"),
+        "tests/test_a_plain.py::test_skipped": ("skipped", "Skipped: not on this device"),
+        "tests/test_b_aborts.py::test_before_abort": ("passed", None),
+        "tests/test_b_aborts.py::test_aborts": ("crashed", "Aborted (SIGABRT)"),
+        "tests/test_b_aborts.py::test_after_abort": ("passed", None),
+        "tests/test_c_hangs.py::test_before_hang": ("passed", None),
+        "tests/test_c_hangs.py::test_hangs": ("crashed", "<hang>"),
+        "tests/test_c_hangs.py::test_after_hang": ("passed", None),
+        "tests/test_d_flaky.py::test_flaky": (
+            "flaky", "passed on rerun; first run: AssertionError: first run fails"
+        ),
+        "tests/test_e_broken_import.py": (
+            "error", "ModuleNotFoundError: No module named 'no_such_module_anywhere'"
+        ),
+    }
+    assert (parallel.step.status, parallel.step.summary) == (serial.step.status, serial.step.summary)
+    # The suite really ran in two processes, each file in exactly one of them.
+    work = parallel_root / "work"
+    parts = [_started(work / f"part-{i}" / RESULTS_FILE) for i in (0, 1)]
+    assert parts[0] and parts[1] and not parts[0] & parts[1]
+    assert parts[0] | parts[1] == _started(serial_root / "work" / RESULTS_FILE)
+    log = (parallel_root / "test.log").read_text()
+    assert "in 2 processes" in log and "[part 1] " in log

@@ -1,0 +1,143 @@
+"""The test step across the worker's cores: the suite split by file into one part per process.
+
+Each part is the serial step in miniature (``testing.py``): its own pytest process(es) with
+the same crash isolation, per-test limits and rerun of failures, its own results file and
+JUnit files under ``<work_dir>/part-<n>/``, and its own log (``part-<n>/test.log``) whose
+lines also reach the step's log prefixed with ``[part n]``. A part never collects the files
+of another part (``$OOTCI_IGNORE_FILES``), so a crash or a hang costs one result in one part
+and the others run on.
+
+The files come from pytest itself (the plugin's listing mode, which imports no test module):
+whatever the recipe's command and pytest.ini select, nothing more. They are spread by size
+(the largest first onto the lightest part), a cheap stand-in for a file's running time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.pipeline.logsink import LogSink
+from workers.pipeline.masking import SecretMasker
+from workers.pipeline.procs import ProcResult
+from workers.pipeline.types import TestRecord
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """What one part (or the whole serial step) ran to: its records in the order they were
+    recorded, its first pytest process's exit and, when it could not finish, why."""
+
+    records: dict[str, TestRecord]
+    first: ProcResult
+    problem: str | None
+
+
+# Runs one part: (its dir, its log, the file naming the files it must not collect).
+RunPart = Callable[[Path, LogSink, Path], PartResult]
+
+
+def default_processes() -> int:
+    """The worker's cores (those this process may run on, not the machine's)."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def partition(files: Sequence[str], processes: int) -> list[list[str]]:
+    """``files`` in at most ``processes`` non-empty parts of about the same total size, each
+    part in the listing's order (the order a serial run takes them in)."""
+    count = max(1, min(processes, len(files)))
+    parts: list[list[str]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for path in sorted(files, key=_size, reverse=True):
+        lightest = loads.index(min(loads))
+        parts[lightest].append(path)
+        loads[lightest] += max(_size(path), 1)
+    order = {path: i for i, path in enumerate(files)}
+    return [sorted(part, key=order.__getitem__) for part in parts if part]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def run_parts(
+    parts: list[list[str]],
+    work_dir: Path,
+    log: LogSink,
+    run_part: RunPart,
+    *,
+    masker: SecretMasker | None = None,
+) -> PartResult:
+    """Run every part at once, one thread each (the work is in their pytest processes),
+    and merge what they recorded into one result, in the order of the parts' files."""
+    everything = [path for part in parts for path in part]
+    results: list[PartResult | BaseException | None] = [None] * len(parts)
+
+    def one(index: int) -> None:
+        part_dir = work_dir / f"part-{index}"
+        part_dir.mkdir(parents=True, exist_ok=True)
+        mine = set(parts[index])
+        ignore = part_dir / "ignore-files.txt"
+        ignore.write_text("".join(f"{p}\n" for p in everything if p not in mine), encoding="utf-8")
+
+        def forward(line: str) -> None:
+            log.write(f"[part {index}] {line}")
+
+        try:
+            with LogSink(part_dir / "test.log", on_line=forward, masker=masker) as part_log:
+                results[index] = run_part(part_dir, part_log, ignore)
+        except BaseException as exc:  # re-raised in the step's thread below
+            results[index] = exc
+
+    log.write(
+        f"ootci: running the suite's {len(everything)} file(s) in {len(parts)} processes: "
+        + "; ".join(f"part {i}: {len(p)} file(s)" for i, p in enumerate(parts))
+    )
+    threads = [threading.Thread(target=one, args=(i,), name=f"test-part-{i}")
+               for i in range(len(parts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done: list[PartResult] = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None  # every thread stores its result or its exception
+        done.append(result)
+    return merge(done, everything)
+
+
+def merge(results: Sequence[PartResult], files: Sequence[str]) -> PartResult:
+    """One result from the parts': records ordered by their file in the listing (records
+    of no file, e.g. ``<session exit>``, last; the same one from several parts once), the
+    first part's first exit, and every part's problem."""
+    order = {path: i for i, path in enumerate(files)}
+    merged: dict[str, TestRecord] = {}
+    for result in results:
+        for nodeid, record in result.records.items():
+            merged.setdefault(nodeid, record)
+
+    def position(nodeid: str) -> int:
+        return order.get(_file_of(nodeid, order), len(order))
+
+    ordered = dict(sorted(merged.items(), key=lambda item: position(item[0])))
+    problems = [r.problem for r in results if r.problem is not None]
+    return PartResult(ordered, results[0].first, "; ".join(problems) if problems else None)
+
+
+def _file_of(nodeid: str, order: dict[str, int]) -> str:
+    """The listed file a node id belongs to: node ids are relative to pytest's rootdir, the
+    listing is absolute, so the longest listed path ending with the id's file part."""
+    head = nodeid.split("::", 1)[0]
+    best = ""
+    for path in order:
+        if (path == head or path.endswith("/" + head)) and len(path) > len(best):
+            best = path
+    return best
