@@ -219,6 +219,15 @@ class Settings(BaseSettings):
         description="pytest processes the test step runs at once, the suite split by file "
         "(each crash-isolated like a serial run); 0 = the worker's cores, 1 = serial.",
     )
+    test_shards: int = Field(
+        1, ge=1, le=64,
+        description="Shards a large suite's test step is split into for several workers to "
+        "run at once against the run's one build (with a broker); 1 = no sharding.",
+    )
+    test_shard_min_files: int = Field(
+        20, ge=2,
+        description="A suite is sharded (test_shards > 1) only from this many test files.",
+    )
 
     # Beat schedule.
     nightly_cron: str = "0 3 * * *"

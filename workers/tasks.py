@@ -25,6 +25,7 @@ from service.github.reporter import drain_with_settings
 from service.models import Backend, Run, RunState
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
+from workers.pipeline.shards import execute_shard
 from workers.schedule import QUEUED_STALE_AFTER_S
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,8 @@ def _claimable_in(run_id: int) -> float | None:
 def execute(self: Task, run_id: int) -> str | None:
     """Run it if it is claimable; if it will be later, deliver this task again then.
     Returns the final state, or None when the run had finished already."""
-    state = execute_run(_engine(), get_settings(), run_id, worker_id(), retry_infra=True)
+    state = execute_run(_engine(), get_settings(), run_id, worker_id(), retry_infra=True,
+                        dispatch_shards=dispatch_shards)
     if state in (RunState.QUEUED, None):
         # Not finished and not ours now: requeued after an infrastructure failure, or
         # leased by a worker that may have died (a broker redelivers an unacked message
@@ -97,6 +99,25 @@ def execute(self: Task, run_id: int) -> str | None:
         # now rather than at the next periodic drain.
         drain_outbox.apply_async()
     return state
+
+
+@app.task(  # type: ignore[untyped-decorator]
+    name="ootci.run.test_shard",
+    autoretry_for=RETRYABLE,
+    max_retries=MAX_DB_RETRIES,
+    retry_backoff=10,
+    retry_jitter=True,
+)
+def test_shard(run_id: int, index: int) -> bool | None:
+    """Run one shard of a run's test step against the run's build (shards.py). None: not
+    ours to run (done, held by a live worker, or the run is over); the run's owner takes
+    over any shard whose worker died, so nothing here is retried beyond the database."""
+    return execute_shard(_engine(), get_settings(), run_id, index, worker_id())
+
+
+def dispatch_shards(run_id: int, indexes: list[int]) -> None:
+    for index in indexes:
+        test_shard.apply_async(args=[run_id, index])
 
 
 def dispatch(run_ids: list[int]) -> None:

@@ -7,6 +7,7 @@ from service.models.breakage import Breakage, BreakageStatus
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
 from service.models.pin_report import PinReport
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
+from service.models.shard import ShardState, TestShard
 from service.models.torch_build import SourceKind, TorchBuild
 from service.models.webhook import WebhookDelivery
 
@@ -25,11 +26,13 @@ __all__ = [
     "PinReport",
     "Run",
     "RunState",
+    "ShardState",
     "SourceKind",
     "Step",
     "StepName",
     "StepStatus",
     "TestResult",
+    "TestShard",
     "TorchBuild",
     "WebhookDelivery",
     "utcnow",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_pipeline_testing import installed, make_suite, run
+from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.testing import RESULTS_FILE
 from workers.pipeline.types import TestRunOutcome
 
@@ -16,10 +17,13 @@ __all__ = ["installed"]  # the module-scoped fixture, shared with the serial tes
 
 SUITE = {
     "test_a_plain.py": """
+        import os
+
         import pytest
 
         def test_passes():
-            pass
+            # The step's child environment policy reaches every part's pytest.
+            assert os.environ["HOME"].endswith("policy-home")
 
         def test_fails():
             assert 1 == 2, "always"
@@ -90,8 +94,10 @@ def test_parallel_records_what_serial_records(installed: object, tmp_path: Path)
     serial_suite = make_suite(serial_root, SUITE, timeout_per_test=2)
     parallel_suite = make_suite(parallel_root, SUITE, timeout_per_test=2)
 
-    serial = run(serial_suite, installed, serial_root)  # type: ignore[arg-type]
-    parallel = run(parallel_suite, installed, parallel_root, processes=2)  # type: ignore[arg-type]
+    policy = ChildEnvPolicy(tmp_path / "policy-home", tmp_path / "policy-tmp")
+    with child_environment(policy):
+        serial = run(serial_suite, installed, serial_root)  # type: ignore[arg-type]
+        parallel = run(parallel_suite, installed, parallel_root, processes=2)  # type: ignore[arg-type]
 
     assert _records(parallel) == _records(serial)
     assert _records(serial) == {

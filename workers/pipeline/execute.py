@@ -56,11 +56,13 @@ from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.resolve import parse_spec
 from workers.pipeline.sandbox import (
+    StepSandbox,
     probe,
     sandbox_for_build,
     sandbox_for_tests,
     shield_worker_environ,
 )
+from workers.pipeline.shards import ShardDispatch, run_sharded
 from workers.pipeline.testing import run_tests
 from workers.pipeline.testing_parallel import default_processes
 from workers.pipeline.types import (
@@ -181,6 +183,9 @@ class _RunContext:
         self.attempt = attempt
         self.heartbeat = _Heartbeat(engine, run_id, worker_id, settings.run_lease_s)
         self.db_tolerance_s = float(settings.db_outage_tolerance_s)
+        # Sends the test shards of a large suite to other workers (shards.py); None: the
+        # test step stays on this worker (embedded mode, or no broker).
+        self.dispatch_shards: ShardDispatch | None = None
 
     def log_name(self, name: StepName) -> str:
         """Each attempt its own log: a retry never appends to (nor classifies) an earlier one."""
@@ -322,6 +327,7 @@ def execute_run(
     *,
     on_event: EventSink | None = None,
     retry_infra: bool = False,
+    dispatch_shards: ShardDispatch | None = None,
 ) -> str | None:
     """Execute a queued run. Returns the final state, or None when the run was not ours to
     take (already finished, leased by another live worker, or waiting for its retry time).
@@ -348,6 +354,7 @@ def execute_run(
     ctx = _RunContext(
         engine, settings, run_id, worker_id, on_event or _ignore, only_tests, attempt=attempt
     )
+    ctx.dispatch_shards = dispatch_shards
     groups_file = ctx.run_dir / "process-groups"
     if attempt > 1:
         # What a killed earlier attempt left running would build beside this one.
@@ -520,7 +527,7 @@ def _test_step(
             ],
             watched=own,
         )
-        result = run_tests(
+        result = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox) or run_tests(
             recipe,
             env,
             ctx.run_dir / "test",
@@ -549,6 +556,25 @@ def _test_step(
                 for r in result.results
             )
     return result
+
+
+def _sharded_tests(
+    ctx: _RunContext,
+    recipe: Recipe,
+    env: TorchEnv,
+    build_dir: Path,
+    sink: LogSink,
+    sandbox: StepSandbox,
+) -> TestRunOutcome | None:
+    """The test step split over workers when sharding is on and the suite is large enough;
+    None: run it here (a rerun of named failures is never sharded)."""
+    if ctx.dispatch_shards is None or ctx.settings.test_shards < 2 or ctx.only_tests:
+        return None
+    return run_sharded(
+        ctx.engine, ctx.settings, ctx.run_id, ctx.worker_id, recipe, env, build_dir,
+        ctx.run_dir / "test", sink, dispatch=ctx.dispatch_shards, sandbox=sandbox,
+        check_lease=ctx.check_lease, masker=ctx.masker,
+    )
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:

@@ -115,6 +115,12 @@ def _current_attempt() -> Attempt | None:
     return current
 
 
+def current_attempt() -> Attempt | None:
+    """The calling thread's attempt: a thread a step starts re-enters it (attempt_scope) so
+    its children are tracked and aborted with the step's own."""
+    return _current_attempt()
+
+
 def _record_group(attempt: Attempt | None, pgid: int) -> None:
     if attempt is None:
         return

@@ -382,6 +382,7 @@ def run_tests(
     sandbox: StepSandbox | None = None,
     processes: int = 1,
     masker: SecretMasker | None = None,
+    ignore_files: Sequence[str] = (),
 ) -> TestRunOutcome:
     """Run the backend's suite; see the module docstring.
 
@@ -398,6 +399,8 @@ def run_tests(
     With ``processes`` > 1 the suite's files are split over that many pytest processes
     run at once (``testing_parallel.py``), each isolated as above; the records and the
     verdict are the serial step's. ``masker`` masks the parts' own logs like the step's.
+    ``ignore_files`` (absolute paths) are left out of the suite: a shard of a run
+    (``shards.py``) runs only its own files.
     """
     started = time.monotonic()
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -416,8 +419,10 @@ def run_tests(
     else:
         log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
 
+    ignored = _write_ids(work_dir / "ignore-files.txt", ignore_files) if ignore_files else None
+
     def runner_in(
-        directory: Path, sink: LogSink, ignore_files: Path | None = None,
+        directory: Path, sink: LogSink, ignore: Path | None = ignored,
         deadline: float | None = None,
     ) -> _Runner:
         return _Runner(
@@ -431,7 +436,7 @@ def run_tests(
             build_dir=build_dir,
             only=list(only) if only else None,
             sandbox=sandbox,
-            ignore_files=ignore_files,
+            ignore_files=ignore,
             deadline=deadline,
         )
 
@@ -452,23 +457,46 @@ def run_tests(
         def run_part(part_dir: Path, part_log: LogSink, ignore: Path) -> PartResult:
             return run_to_the_end(runner_in(part_dir, part_log, ignore, deadline))
 
-        outcome = run_parts(parts, work_dir, log, run_part, masker=masker)
+        outcome = run_parts(parts, work_dir, log, run_part, masker=masker,
+                            also_ignored=ignore_files)
     else:
         outcome = run_to_the_end(runner_in(work_dir, log))
-    records, first, problem = outcome.records, outcome.first, outcome.problem
+    records, problem = outcome.records, outcome.problem
     if problem is not None and not records:
         import_error = _probe_import(recipe, env, build_dir, work_dir, log, sandbox)
         if import_error is not None:
             # Not infrastructure: torch (with the backend autoloaded) cannot be imported.
             records[import_error.nodeid] = import_error
             problem = None
+    return outcome_of(PartResult(records, outcome.first, problem), log.path)
 
-    results = tuple(records.values())
-    status, summary = _verdict(results, problem, no_tests=not results)
+
+def outcome_of(part: PartResult, log_path: Path) -> TestRunOutcome:
+    """The step's outcome and verdict from what its processes (or shards) recorded."""
+    results = tuple(part.records.values())
+    status, summary = _verdict(results, part.problem, no_tests=not results)
     return TestRunOutcome(
-        step=StepOutcome(status, first.returncode, summary, log.path),
+        step=StepOutcome(status, part.first.returncode, summary, log_path),
         results=results,
+        problem=part.problem,
     )
+
+
+def list_test_files(
+    recipe: Recipe,
+    env: TorchEnv,
+    work_dir: Path,
+    log: LogSink,
+    *,
+    build_dir: Path | None = None,
+    sandbox: StepSandbox | None = None,
+) -> list[str]:
+    """The files pytest would collect for the recipe's command (absolute paths, in its
+    order), without importing any; [] when pytest cannot list them."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    runner = _Runner(recipe, env, work_dir, log, timeout_s=600, per_test_s=600,
+                     timeout_args=[], build_dir=build_dir, sandbox=sandbox)
+    return _listed_files(runner)
 
 
 IMPORT_NODEID = "<import torch>"
@@ -514,11 +542,15 @@ def _parts(lister: _Runner, processes: int) -> list[list[str]]:
     (a broken conftest, a wrapper script that drops our plugin): the serial step then
     runs and reports why, exactly as without parallelism."""
     lister.work_dir.mkdir(parents=True, exist_ok=True)
+    return partition(_listed_files(lister), processes)
+
+
+def _listed_files(lister: _Runner) -> list[str]:
     lister.log.write("ootci: listing the suite's test files")
     state = lister.run(lister.work_dir / "junit.xml", list_files=True)
     if state.proc.returncode not in {0, _NO_TESTS} or state.started:
         return []
-    return partition(list(dict.fromkeys(state.files)), processes)
+    return list(dict.fromkeys(state.files))
 
 
 def _run_until_done(runner: _Runner) -> PartResult:

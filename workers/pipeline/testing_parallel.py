@@ -14,6 +14,8 @@ whatever the recipe's command and pytest.ini select, nothing more. They are spre
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker
-from workers.pipeline.procs import ProcResult
+from workers.pipeline.procs import ProcResult, attempt_scope, current_attempt
 from workers.pipeline.types import TestRecord
 
 
@@ -73,9 +75,11 @@ def run_parts(
     run_part: RunPart,
     *,
     masker: SecretMasker | None = None,
+    also_ignored: Sequence[str] = (),
 ) -> PartResult:
     """Run every part at once, one thread each (the work is in their pytest processes),
-    and merge what they recorded into one result, in the order of the parts' files."""
+    and merge what they recorded into one result, in the order of the parts' files.
+    ``also_ignored``: files no part collects (those of the other shards of a run)."""
     everything = [path for part in parts for path in part]
     results: list[PartResult | BaseException | None] = [None] * len(parts)
 
@@ -84,7 +88,8 @@ def run_parts(
         part_dir.mkdir(parents=True, exist_ok=True)
         mine = set(parts[index])
         ignore = part_dir / "ignore-files.txt"
-        ignore.write_text("".join(f"{p}\n" for p in everything if p not in mine), encoding="utf-8")
+        others = [*also_ignored, *(p for p in everything if p not in mine)]
+        ignore.write_text("".join(f"{p}\n" for p in others), encoding="utf-8")
 
         def forward(line: str) -> None:
             log.write(f"[part {index}] {line}")
@@ -99,8 +104,20 @@ def run_parts(
         f"ootci: running the suite's {len(everything)} file(s) in {len(parts)} processes: "
         + "; ".join(f"part {i}: {len(p)} file(s)" for i, p in enumerate(parts))
     )
-    threads = [threading.Thread(target=one, args=(i,), name=f"test-part-{i}")
-               for i in range(len(parts))]
+    # Each part's children belong to the step like the serial ones: the same attempt (the
+    # lease's abort, the process groups a retry reaps) and the same child environment
+    # policy (a context variable: a new thread starts without it).
+    attempt = current_attempt()
+
+    def in_step(index: int) -> None:
+        with attempt_scope(attempt) if attempt is not None else contextlib.nullcontext():
+            one(index)
+
+    threads = [
+        threading.Thread(target=contextvars.copy_context().run, args=(in_step, i),
+                         name=f"test-part-{i}")
+        for i in range(len(parts))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -107,3 +107,5 @@ class TestRunOutcome:
 
     step: StepOutcome
     results: tuple[TestRecord, ...]
+    # Why the suite could not be run to the end (the step is then errored), else None.
+    problem: str | None = None

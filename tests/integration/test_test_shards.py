@@ -1,0 +1,183 @@
+"""A large suite's test step split into shards that two real Celery worker processes run at
+once against the run's one build (Redis db 9, Postgres): one run, one verdict, the same
+records as the suite run in one process, and no shard ever provisions or builds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.commands.runs import create_run, get_or_create_backend
+from service.db import make_engine, session_scope
+from service.dispatch import CeleryDispatcher
+from service.migrate import upgrade
+from service.models import Run, ShardState, Step, TestResult, TestShard
+from tests.support.pyonly import write_pyonly_backend
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+REDIS_URL = "redis://127.0.0.1:6379/9"
+
+# Six files of which one aborts the interpreter; each takes a couple of seconds, so both
+# workers are busy with a shard at the same time.
+SLOW_FILE = """\
+import time
+
+
+def test_slow_{n}():
+    time.sleep(2)
+
+
+def test_quick_{n}():
+    assert {n} >= 0
+"""
+ABORTING_FILE = """\
+import os
+
+
+def test_before_abort():
+    pass
+
+
+def test_aborts():
+    os.abort()
+
+
+def test_after_abort():
+    pass
+"""
+SUITE = {
+    **{f"test_file_{n}.py": SLOW_FILE.format(n=n) for n in range(5)},
+    "test_file_9_aborts.py": ABORTING_FILE,
+}
+EXPECTED = {
+    **{f"tests/test_file_{n}.py::test_slow_{n}": "passed" for n in range(5)},
+    **{f"tests/test_file_{n}.py::test_quick_{n}": "passed" for n in range(5)},
+    "tests/test_file_9_aborts.py::test_before_abort": "passed",
+    "tests/test_file_9_aborts.py::test_aborts": "crashed",
+    "tests/test_file_9_aborts.py::test_after_abort": "passed",
+}
+
+
+def _wait(predicate: Callable[[], Any], timeout: float, what: Callable[[], str]) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
+
+
+@pytest.fixture
+def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """Two Celery worker processes sharing one OOTCI_HOME (the shared cache dir)."""
+    broker = redis.Redis.from_url(REDIS_URL)
+    try:
+        broker.ping()
+    except redis.ConnectionError:
+        pytest.skip("Redis is not running")
+    broker.flushdb()
+    engine = make_engine(fresh_postgres_url)
+    upgrade(engine)
+    engine.dispose()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {
+        **os.environ,
+        "OOTCI_HOME": str(tmp_path / "home"),
+        "OOTCI_DATABASE_URL": fresh_postgres_url,
+        "OOTCI_BROKER_URL": REDIS_URL,
+        "OOTCI_TEST_SHARDS": "2",
+        "OOTCI_TEST_SHARD_MIN_FILES": "4",
+        "OOTCI_TEST_PROCESSES": "1",  # the parallelism under test is across workers
+        "OOTCI_RERUN_FAILED_TESTS": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    procs = []
+    for name in ("w1", "w2"):
+        log = (logs / f"worker-{name}.log").open("wb")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+             "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"{name}@%h", "--loglevel=INFO",
+             "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        ))
+    try:
+        _wait(lambda: all(b"ready" in p.read_bytes() for p in logs.glob("worker-*.log"))
+              and len(list(logs.glob("worker-*.log"))) == 2,
+              60, lambda: "both workers to be ready")
+        yield fresh_postgres_url, tmp_path, logs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        broker.flushdb()
+        broker.close()
+
+
+def test_two_workers_run_the_shards_of_one_run_against_one_build(
+    workers: tuple[str, Path, Path],
+) -> None:
+    db_url, tmp_path, logs = workers
+    backend_dir = write_pyonly_backend(tmp_path / "pyonly", SUITE)
+    engine = make_engine(db_url)
+    with session_scope(engine) as s:
+        backend = get_or_create_backend(s, "pyonly", str(backend_dir))
+        run_id = create_run(s, backend, "installed", trigger="cli").id
+    dispatcher = CeleryDispatcher(REDIS_URL)
+    dispatcher.enqueue_run(run_id)
+    dispatcher.close()
+
+    def tail() -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(logs.glob("*.log")))
+
+    def finished() -> str | None:
+        with Session(engine) as s:
+            state = s.get_one(Run, run_id).state
+        return state if state not in ("queued", "running") else None
+
+    state = _wait(finished, 240, lambda: f"run {run_id} to finish\n{tail()}")
+    with Session(engine) as s:
+        run = s.get_one(Run, run_id)
+        steps = list(s.scalars(select(Step).where(Step.run_id == run_id)))
+        results = {r.nodeid: r.outcome
+                   for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+        shards = list(s.scalars(select(TestShard).where(TestShard.run_id == run_id)
+                                .order_by(TestShard.index)))
+        test_log = next(st for st in steps if st.name == "test").read_log().decode()
+        error = run.error
+    engine.dispose()
+
+    assert state == "failed", (error, tail())  # the abort is the backend's crash
+    assert results == EXPECTED
+    # One build, one test step, one verdict: the shards reused the run's artefact.
+    assert sorted(st.name for st in steps) == ["build", "collect", "provision", "test"]
+    assert test_log.count("nothing to compile") == 0
+    # Two shards, each done, run by two different worker processes at once.
+    assert [sh.state for sh in shards] == [ShardState.DONE, ShardState.DONE]
+    ran_on = {sh.result["worker"] for sh in shards if sh.result is not None}
+    assert len(ran_on) == 2, tail()
+    spans = [(sh.result["began"], sh.result["ended"]) for sh in shards if sh.result is not None]
+    assert max(b for b, _ in spans) < min(e for _, e in spans)  # they overlapped
+    assert sorted(f for sh in shards for f in sh.files) == sorted(shards[0].all_files)
+    assert "ran on" in test_log  # the other worker's shard log reaches the step's log
