@@ -10,12 +10,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.commands.runs import create_run, get_or_create_backend
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/9"
+LEASE_S = 60  # the smallest lease settings accept: the takeover test waits it out once
 
 # Six files of which one aborts the interpreter; each takes a couple of seconds, so both
 # workers are busy with a shard at the same time.
@@ -81,8 +83,20 @@ def _wait(predicate: Callable[[], Any], timeout: float, what: Callable[[], str])
     raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
 
 
+@dataclass
+class Workers:
+    db_url: str
+    tmp_path: Path
+    logs: Path
+    procs: dict[str, subprocess.Popen[bytes]]
+
+    def tail(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.logs.glob("*.log")))
+
+
 @pytest.fixture
-def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
     """Two Celery worker processes sharing one OOTCI_HOME (the shared cache dir)."""
     broker = redis.Redis.from_url(REDIS_URL)
     try:
@@ -104,12 +118,13 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, Path
         "OOTCI_TEST_SHARD_MIN_FILES": "4",
         "OOTCI_TEST_PROCESSES": "1",  # the parallelism under test is across workers
         "OOTCI_RERUN_FAILED_TESTS": "false",
+        "OOTCI_RUN_LEASE_S": str(LEASE_S),
         "PYTHONUNBUFFERED": "1",
     }
-    procs = []
+    procs = {}
     for name in ("w1", "w2"):
         log = (logs / f"worker-{name}.log").open("wb")
-        procs.append(subprocess.Popen(
+        procs[name] = (subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
              "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"{name}@%h", "--loglevel=INFO",
              "--without-gossip", "--without-mingle", "--without-heartbeat"],
@@ -119,12 +134,12 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, Path
         _wait(lambda: all(b"ready" in p.read_bytes() for p in logs.glob("worker-*.log"))
               and len(list(logs.glob("worker-*.log"))) == 2,
               60, lambda: "both workers to be ready")
-        yield fresh_postgres_url, tmp_path, logs
+        yield Workers(fresh_postgres_url, tmp_path, logs, procs)
     finally:
-        for proc in procs:
+        for proc in procs.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
+        for proc in procs.values():
             try:
                 proc.wait(20)
             except subprocess.TimeoutExpired:
@@ -134,27 +149,30 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[tuple[str, Path
         broker.close()
 
 
-def test_two_workers_run_the_shards_of_one_run_against_one_build(
-    workers: tuple[str, Path, Path],
-) -> None:
-    db_url, tmp_path, logs = workers
-    backend_dir = write_pyonly_backend(tmp_path / "pyonly", SUITE)
-    engine = make_engine(db_url)
+def _start_run(workers: Workers, suite: dict[str, str]) -> tuple[Engine, int]:
+    backend_dir = write_pyonly_backend(workers.tmp_path / "pyonly", suite)
+    engine = make_engine(workers.db_url)
     with session_scope(engine) as s:
         backend = get_or_create_backend(s, "pyonly", str(backend_dir))
         run_id = create_run(s, backend, "installed", trigger="cli").id
     dispatcher = CeleryDispatcher(REDIS_URL)
     dispatcher.enqueue_run(run_id)
     dispatcher.close()
+    return engine, run_id
 
-    def tail() -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(logs.glob("*.log")))
 
+def _finished(engine: Engine, run_id: int) -> Callable[[], str | None]:
     def finished() -> str | None:
         with Session(engine) as s:
             state = s.get_one(Run, run_id).state
         return state if state not in ("queued", "running") else None
+
+    return finished
+
+
+def test_two_workers_run_the_shards_of_one_run_against_one_build(workers: Workers) -> None:
+    engine, run_id = _start_run(workers, SUITE)
+    tail, finished = workers.tail, _finished(engine, run_id)
 
     state = _wait(finished, 240, lambda: f"run {run_id} to finish\n{tail()}")
     with Session(engine) as s:
@@ -181,3 +199,58 @@ def test_two_workers_run_the_shards_of_one_run_against_one_build(
     assert max(b for b, _ in spans) < min(e for _, e in spans)  # they overlapped
     assert sorted(f for sh in shards for f in sh.files) == sorted(shards[0].all_files)
     assert "ran on" in test_log  # the other worker's shard log reaches the step's log
+
+
+GATED_FILE = """\
+import pathlib
+import time
+
+GATE = pathlib.Path(__file__).resolve().parent.parent / "gate"
+
+
+def test_waits_for_the_gate_{n}():
+    deadline = time.monotonic() + 300
+    while not GATE.exists():
+        assert time.monotonic() < deadline, "gate never opened"
+        time.sleep(0.1)
+"""
+
+
+def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(workers: Workers) -> None:
+    suite = {f"test_gated_{n}.py": GATED_FILE.format(n=n) for n in range(4)}
+    engine, run_id = _start_run(workers, suite)
+
+    def both_shards_running() -> dict[int, str] | None:
+        with Session(engine) as s:
+            shards = list(s.scalars(select(TestShard).where(TestShard.run_id == run_id)))
+        holders = {sh.index: sh.claimed_by for sh in shards if sh.state == ShardState.RUNNING}
+        return holders if len(holders) == 2 and len(set(holders.values())) == 2 else None
+
+    holders = _wait(both_shards_running, 120, lambda: f"two shards running\n{workers.tail()}")
+    with Session(engine) as s:
+        owner = s.get_one(Run, run_id).claimed_by
+    (helper_index, helper), = [(i, w) for i, w in holders.items() if w != owner]
+    helper_pid = int(str(helper).rsplit(":", 1)[1])
+    doomed = next(p for p in workers.procs.values() if os.getpgid(helper_pid) == p.pid)
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(10)
+    killed_at = time.monotonic()
+    (workers.tmp_path / "pyonly" / "gate").touch()
+
+    state = _wait(_finished(engine, run_id), LEASE_S + 180,
+                  lambda: f"run {run_id} to finish\n{workers.tail()}")
+    with Session(engine) as s:
+        results = {r.nodeid: r.outcome
+                   for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+        shards = list(s.scalars(select(TestShard).where(TestShard.run_id == run_id)
+                                .order_by(TestShard.index)))
+        builds = list(s.scalars(select(Step).where(Step.run_id == run_id, Step.name == "build")))
+    engine.dispose()
+    assert state == "passed", workers.tail()
+    assert results == {f"tests/test_gated_{n}.py::test_waits_for_the_gate_{n}": "passed"
+                       for n in range(4)}
+    # The dead worker's shard was run again by the owner once its lease ran out; no rebuild.
+    assert shards[helper_index].result is not None
+    assert shards[helper_index].result["worker"] == owner
+    assert time.monotonic() - killed_at >= LEASE_S - 5
+    assert len(builds) == 1
