@@ -1,6 +1,7 @@
 """A nightly matrix (3 backends x 3 torch targets) on one Celery worker process and on two.
 
-    python benchmarks/matrix.py [--workers 1 2] [--targets SPEC ...] [--keep]
+    python benchmarks/matrix.py [--workers 1 2] [--targets SPEC ...] [--backends NAME ...]
+                                [--keep]
 
 Backends: torch_openreg (``backend/``), the tiny C++ fixture backend
 (``tests/fixtures/backends/tiny``) and a Python-only backend (``tests/support/pyonly.py``).
@@ -57,12 +58,16 @@ PYONLY_TESTS = {
 }
 
 
-def backends(tmp: Path) -> dict[str, Path]:
-    return {
-        "torch_openreg": ROOT / "backend",
-        "tiny": ROOT / "tests" / "fixtures" / "backends" / "tiny",
-        "pyonly": write_pyonly_backend(tmp / "pyonly", PYONLY_TESTS),
+BACKENDS = ["torch_openreg", "tiny", "pyonly"]
+
+
+def backends(tmp: Path, names: list[str]) -> dict[str, Path]:
+    every = {
+        "torch_openreg": lambda: ROOT / "backend",
+        "tiny": lambda: ROOT / "tests" / "fixtures" / "backends" / "tiny",
+        "pyonly": lambda: write_pyonly_backend(tmp / "pyonly", PYONLY_TESTS),
     }
+    return {name: every[name]() for name in names}
 
 
 def fresh_database() -> str:
@@ -119,7 +124,9 @@ def du_bytes(*paths: Path) -> int:
     return int(out.stdout.splitlines()[-1].split()[0]) if out.stdout else 0
 
 
-def one_matrix(workers: int, targets: list[str], tmp: Path) -> dict[str, object]:
+def one_matrix(
+    workers: int, targets: list[str], backend_names: list[str], tmp: Path
+) -> dict[str, object]:
     home = tmp / f"home-{workers}"
     logs = tmp / f"logs-{workers}"
     logs.mkdir(parents=True)
@@ -137,7 +144,7 @@ def one_matrix(workers: int, targets: list[str], tmp: Path) -> dict[str, object]
     try:
         with session_scope(engine) as s:
             run_ids = []
-            for name, source in backends(tmp / f"src-{workers}").items():
+            for name, source in backends(tmp / f"src-{workers}", backend_names).items():
                 backend = get_or_create_backend(s, name, str(source))
                 run_ids += [create_run(s, backend, t, trigger="benchmark").id for t in targets]
         load_before = os.getloadavg()[0]
@@ -199,7 +206,8 @@ def report(workers: int, result: dict[str, object]) -> None:
           f"(load 1 min before/after: {load[0]:.2f}/{load[1]:.2f})")  # type: ignore[index]
     print("   step share of summed step time: " + ", ".join(
         f"{name} {sec:.0f} s ({100 * sec / total:.0f}%)" for name, sec in sorted(step_s.items())))
-    print(f"   provisions that reused a cached env: {result['provision_hits']} of 9")
+    runs = len(result["runs"])  # type: ignore[arg-type]
+    print(f"   provisions that reused a cached env: {result['provision_hits']} of {runs}")
     env_bytes: dict[str, int] = result["env_bytes"]  # type: ignore[assignment]
     for name, size in env_bytes.items():
         print(f"   env {name}: {size / 1e6:.0f} MB alone")
@@ -213,13 +221,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--targets", nargs="+", default=TARGETS)
+    parser.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS)
     parser.add_argument("--keep", action="store_true", help="keep the homes and logs")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ootci-matrix-"))
     walls = {}
     try:
         for count in args.workers:
-            result = one_matrix(count, args.targets, tmp)
+            result = one_matrix(count, args.targets, args.backends, tmp)
             walls[count] = float(result["wall"])  # type: ignore[arg-type]
             report(count, result)
     finally:

@@ -125,3 +125,18 @@ def test_parallel_records_what_serial_records(installed: object, tmp_path: Path)
     assert parts[0] | parts[1] == _started(serial_root / "work" / RESULTS_FILE)
     log = (parallel_root / "test.log").read_text()
     assert "in 2 processes" in log and "[part 1] " in log
+
+
+def test_files_named_on_the_command_line_run_in_one_part_each(
+    installed: object, tmp_path: Path
+) -> None:
+    # pytest collects a file given as an argument whatever pytest_ignore_collect says.
+    command = ('["{python}", "-m", "pytest", "tests/test_x.py", "tests/test_y.py", '
+               '"-p", "no:cacheprovider", "--junitxml={junit}"]')
+    files = {name: "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
+             for name in ("test_x.py", "test_y.py")}
+    suite = make_suite(tmp_path, files, command=command)
+    result = run(suite, installed, tmp_path, processes=2)  # type: ignore[arg-type]
+    assert len(result.results) == 4 and result.step.summary == "4 passed"
+    parts = [_started(tmp_path / "work" / f"part-{i}" / RESULTS_FILE) for i in (0, 1)]
+    assert len(parts[0]) == len(parts[1]) == 2 and not parts[0] & parts[1]

@@ -192,7 +192,14 @@ class _FileLister:
         outcome = yield
         if outcome.get_result():
             self._recorder.emit("test_file", path=str(Path(file_path).resolve()))
-            outcome.force_result([])
+            # A node for the file that collects nothing: a file named on the command line
+            # still matches a node (no "not found"), and no test module is imported.
+            outcome.force_result([_ListedFile.from_parent(parent, path=Path(file_path))])
+
+
+class _ListedFile(pytest.File):
+    def collect(self) -> list[Any]:
+        return []
 
 
 class _FileFilter:
@@ -203,6 +210,17 @@ class _FileFilter:
 
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         return True if str(Path(collection_path).resolve()) in self._ignored else None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        # A file named on the command line is collected whatever pytest_ignore_collect
+        # says: its tests are dropped here instead.
+        drop = [i for i in items if str(Path(i.path).resolve()) in self._ignored]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [i for i in items if i not in drop]
 
 
 def pytest_configure(config: pytest.Config) -> None:
