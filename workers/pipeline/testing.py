@@ -10,6 +10,9 @@ suite. Failures are then rerun once in a fresh process; a pass there makes them 
 The JSONL, not the JUnit XML, is the source of truth: it survives the crash. JUnit files are
 still written by pytest for humans and other tools: ``junit.xml`` for the first run,
 ``junit.<n>.xml`` for restart n, ``junit.rerun.xml`` for the rerun of failures.
+
+With ``processes`` > 1 all of this happens in each of several parts of the suite at once,
+split by file (``testing_parallel.py``): the files under ``<work_dir>/part-<n>/``.
 """
 
 from __future__ import annotations
