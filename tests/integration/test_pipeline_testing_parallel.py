@@ -4,12 +4,24 @@ import: split over two pytest processes it records what the serial step records.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from service.commands.runs import create_run, get_or_create_backend
+from service.config import Settings
+from service.db import make_engine, session_scope
+from service.migrate import upgrade
+from service.models import Run, TestResult
 from tests.integration.test_pipeline_testing import installed, make_suite, run
+from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
+from workers.pipeline.execute import execute_run
 from workers.pipeline.testing import RESULTS_FILE
 from workers.pipeline.types import TestRunOutcome
 
@@ -140,3 +152,36 @@ def test_files_named_on_the_command_line_run_in_one_part_each(
     assert len(result.results) == 4 and result.step.summary == "4 passed"
     parts = [_started(tmp_path / "work" / f"part-{i}" / RESULTS_FILE) for i in (0, 1)]
     assert len(parts[0]) == len(parts[1]) == 2 and not parts[0] & parts[1]
+
+
+@pytest.fixture
+def world_readable_dir() -> Iterator[Path]:
+    """pytest's tmp dirs are 0700 under root: the sandbox uid could not read the backend."""
+    base = Path(tempfile.mkdtemp(prefix="ootci-parallel-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_pipeline_runs_the_parts_in_its_sandbox(world_readable_dir: Path) -> None:
+    # Through execute_run with the default sandbox: under root the parts' pytest processes
+    # run as the sandbox uid, which must be able to write into each part's dir.
+    files = {f"test_{n}.py": f"def test_{n}():\n    pass\n" for n in range(3)}
+    backend = write_pyonly_backend(world_readable_dir / "pyonly", files)
+    settings = Settings(home=world_readable_dir / "home", database_url="", broker_url="",
+                        test_processes=2, rerun_failed_tests=False)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        run_id = create_run(s, get_or_create_backend(s, "pyonly", str(backend)), "installed",
+                            trigger="cli").id
+    state = execute_run(engine, settings, run_id, "w1")
+    with Session(engine) as s:
+        results = {r.nodeid: r.outcome
+                   for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+        test_log = next(st for st in s.get_one(Run, run_id).steps if st.name == "test")
+        log_text = test_log.read_log().decode()
+    engine.dispose()
+    assert state == "passed", log_text[-3000:]
+    assert results == {f"tests/test_{n}.py::test_{n}": "passed" for n in range(3)}
+    assert "in 2 processes" in log_text

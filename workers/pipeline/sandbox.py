@@ -249,6 +249,13 @@ class StepSandbox:
                     for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
                         os.lchown(name, owner, owner)
 
+    def own_dir(self, path: Path) -> None:
+        """Create ``path`` inside a writable dir for the step to write to: under root, given
+        to the step's uid (``prepare`` only hands over the dirs it was told of)."""
+        path.mkdir(parents=True, exist_ok=True)
+        if self.uid is not None and os.geteuid() == 0:
+            os.chown(path, self.uid, self.uid)
+
     def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
         inner = list(cmd)
         if self.uid is not None and self.setpriv is not None:

@@ -266,6 +266,8 @@ class _Runner:
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
         self.sandbox = sandbox
+        if sandbox is not None:
+            sandbox.own_dir(work_dir)  # a part's or the listing's dir: pytest writes there
         self.disk_budget: DiskBudget | None = sandbox.disk_budget() if sandbox else None
         self.only = only  # node ids every run is limited to; None = the whole suite
         self.ignore_files = ignore_files  # files of the other parts of a parallel step
