@@ -10,7 +10,9 @@
 namespace openreg::amp {
 namespace {
 
-// The op lists name these types unqualified, as inside namespace at.
+// The op lists name these types unqualified, as inside namespace at (torch 2.9's
+// redispatch list names DimnameList too).
+using at::DimnameList;
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;
