@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.commands.git_remote import git_environ, is_git_url
+from service.commands.backend_sources import git_environ, is_git_url
 from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.types import PipelineError, UsageError
 

@@ -1,4 +1,4 @@
-"""Asking a git remote what a ref points at, before a backend is registered from it.
+"""Checking a backend's source before it is registered: a git remote and its ref, or a dir.
 
 ``git ls-remote`` answers without a clone, so ``ootci backend add`` (and the API) can refuse
 a URL that does not exist or a ref it does not have before writing anything.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 LS_REMOTE_TIMEOUT_S = 60
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -58,3 +59,16 @@ def resolve_remote_ref(url: str, ref: str) -> str:
     if _SHA.match(ref):
         return ref  # a commit: the workers fetch it by sha
     raise SourceUnreachable(f"{url} has no branch or tag {ref!r}")
+
+
+def check_source(location: str, ref: str | None) -> str | None:
+    """Refuse a source a worker could not build before anything is registered: a git URL
+    must answer and have ``ref`` (its commit is returned), a directory must hold a recipe."""
+    if is_git_url(location):
+        return resolve_remote_ref(location, ref or "HEAD")
+    if ref is not None:
+        raise SourceUnreachable("--ref is for a git source; a directory is built as it is")
+    path = Path(location)
+    if not (path / "ootci.toml").is_file():
+        raise SourceUnreachable(f"{location} is not a backend dir (no ootci.toml)")
+    return None
