@@ -46,12 +46,12 @@ def show_backend(session: SessionDep, name: str) -> BackendOut:
 )
 def register(session: SessionDep, body: BackendRequest) -> BackendOut:
     if not is_git_url(body.git):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, f"{body.git!r} is not a git URL")
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{body.git!r} is not a git URL")
     try:
         # A sync route: git ls-remote runs in the thread pool, not on the event loop.
         check_source(body.git, body.ref)
     except SourceUnreachable as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) from None
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     try:
         add_backend(session, body.name, body.git, changed_by=API_ACTOR, ref=body.ref,
                     subdir=body.subdir, re_register=body.re_register)

@@ -37,9 +37,33 @@ class Remote:
 
 def make_remote(root: Path) -> Remote:
     """An empty bare repository and a clone of it at ``root/work``."""
+    root.mkdir(parents=True, exist_ok=True)
     bare = root / "remote.git"
     git(root, "init", "--quiet", "--bare", str(bare))
     work = root / "work"
     git(root, "clone", "--quiet", bare.as_uri(), str(work))
     git(work, "checkout", "--quiet", "-b", "main")
     return Remote(bare, work)
+
+
+def push_payload(remote: Remote, after: str, *, before: str = "0" * 40,
+                 full_name: str = "acme/torch-acme") -> dict[str, object]:
+    """GitHub's ``push`` event for a push to main of ``remote``: its URLs are the file://
+    URL the backend was registered from, as a self-hosted forge's would be."""
+    return {
+        "ref": "refs/heads/main",
+        "before": before,
+        "after": after,
+        "created": before == "0" * 40,
+        "deleted": False,
+        "forced": False,
+        "compare": f"{remote.url}/compare/{before[:12]}...{after[:12]}",
+        "repository": {
+            "full_name": full_name,
+            "name": full_name.split("/")[1],
+            "clone_url": remote.url,
+            "html_url": remote.url,
+            "default_branch": "main",
+        },
+        "pusher": {"name": "alice"},
+    }
