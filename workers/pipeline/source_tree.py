@@ -10,7 +10,8 @@ hostile one could rewrite it; so every run gets its own tree (issue #14 item 2):
 
 The tree's path depends only on the source's content key (not on the run), so a build dir
 reused by the next run of the same source sees the same source path (CMake records it).
-Two runs of one key take turns on a file lock; the tree is removed when the run ends.
+Runs of one key at the same time share its tree (a file lock counts them); the first makes
+it afresh and the last removes it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import fcntl
 import hashlib
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +141,42 @@ def _remove(dest: Path, mirror: Path | None) -> None:
 
 
 @contextmanager
+def _tree_in_use(lock_path: Path, make: Callable[[], None], remove: Callable[[], None]) -> Iterator[None]:
+    """Hold the tree at a key while a run uses it. The first user makes it afresh; a run of
+    the same content (another torch spec of the same backend) that starts meanwhile shares
+    it rather than waiting for the first to finish; the last one out removes it."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    ready = lock_path.with_suffix(".ready")
+    with lock_path.open("a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                # In use (or being made, or being removed): join once it is made.
+                fcntl.flock(lock, fcntl.LOCK_SH)
+                if ready.exists():
+                    break
+                fcntl.flock(lock, fcntl.LOCK_UN)  # the last user removed it: try again
+                continue
+            ready.unlink(missing_ok=True)
+            make()
+            ready.touch()
+            # Shared while in use: a later run of the key joins, nobody remakes it under us.
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            break
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pass  # still in use by another run: the last one out removes the tree
+            else:
+                ready.unlink(missing_ok=True)
+                remove()
+
+
+@contextmanager
 def run_tree(
     cache_dir: Path, source: Source, *, pinned_sha: str | None = None
 ) -> Iterator[RunTree]:
@@ -150,24 +187,27 @@ def run_tree(
         mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha)
         key = _git_key(mirror, sha, source.subdir)
         dest = trees / key
-        with _locked(trees / f"{key}.lock"):
+
+        def checkout() -> None:
             with _locked(mirror.with_suffix(".lock")):
                 _checkout(mirror, sha, dest)
-            try:
-                yield RunTree(dest / (source.subdir or ""), sha, key)
-            finally:
-                with _locked(mirror.with_suffix(".lock")):
-                    _remove(dest, mirror)
+
+        def remove_worktree() -> None:
+            with _locked(mirror.with_suffix(".lock")):
+                _remove(dest, mirror)
+
+        with _tree_in_use(trees / f"{key}.lock", checkout, remove_worktree):
+            yield RunTree(dest / (source.subdir or ""), sha, key)
         return
     registered = Path(source.location)
     if not registered.is_dir():
         raise UsageError(f"backend dir {registered} does not exist")
     sha, key = backend_sha(registered), source_key(registered)
     dest = trees / key
-    with _locked(trees / f"{key}.lock"):
+
+    def copy() -> None:
         _remove(dest, None)
         shutil.copytree(registered, dest, symlinks=True, ignore=COPY_IGNORE)
-        try:
-            yield RunTree(dest, sha, key)
-        finally:
-            _remove(dest, None)
+
+    with _tree_in_use(trees / f"{key}.lock", copy, lambda: _remove(dest, None)):
+        yield RunTree(dest, sha, key)
