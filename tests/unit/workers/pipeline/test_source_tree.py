@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from workers.pipeline.source_tree import GitError, Source, run_tree
 from tests.support.git_repos import make_remote
 from tests.support.pyonly import write_pyonly_backend
+from workers.pipeline.source_tree import GitError, Source, run_tree
 
 
 def test_a_directory_backend_is_copied_without_git_and_build_output(tmp_path: Path) -> None:
