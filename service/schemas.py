@@ -384,3 +384,52 @@ def pin_report_list(session: Session, *, weeks: int = 4, backend: str | None = N
         )
         for r, name in pin_report_rows(session, weeks=weeks, backend=backend)
     ]
+
+
+# --- the backend registry (`ootci backend ...`, /api/backends) ---------------------------
+
+
+class BackendChangeOut(_Orm):
+    changed_at: dt.datetime
+    changed_by: str
+    change: str
+    source_before: str | None
+    source_after: str
+
+
+class BackendOut(BaseModel):
+    name: str
+    source: str = Field(description="A git URL, or a directory on the workers")
+    ref: str | None
+    subdir: str | None
+    last_built_sha: str | None = Field(description="The backend sha of its newest run")
+    changes: list[BackendChangeOut]
+
+
+class BackendRequest(BaseModel):
+    """Register a backend from a git repository (a directory is registered with the CLI)."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    git: str = Field(min_length=1, max_length=1000)
+    ref: str | None = Field(default=None, max_length=200)
+    subdir: str | None = Field(default=None, max_length=300, pattern=r"^[^/\x00][^\x00]*$")
+    re_register: bool = False
+
+
+def backend_out(session: Session, name: str) -> BackendOut | None:
+    from service.queries.backends import backend_changes, last_built_sha, registered_backend
+
+    backend = registered_backend(session, name)
+    if backend is None:
+        return None
+    return BackendOut(
+        name=backend.name, source=backend.source, ref=backend.ref, subdir=backend.subdir,
+        last_built_sha=last_built_sha(session, backend.id),
+        changes=[BackendChangeOut.model_validate(c) for c in backend_changes(session, backend.id)],
+    )
+
+
+def backend_list(session: Session) -> list[BackendOut]:
+    from service.queries.backends import registered_backends
+
+    return [b for b in (backend_out(session, r.name) for r in registered_backends(session)) if b]

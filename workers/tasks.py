@@ -151,7 +151,9 @@ def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]
         if isinstance(info, dict) and info.get("night") == night.isoformat()
     }
     created = []
-    for backend in session.scalars(select(Backend).order_by(Backend.name)):
+    # Registered backends only (`ootci backend add`): CLI experiments and corpus runs are not
+    # the nightly's.
+    for backend in session.scalars(select(Backend).where(Backend.nightly).order_by(Backend.name)):
         for spec in nightly_specs(pins):
             if (backend.id, spec) in existing:
                 continue

@@ -155,7 +155,7 @@ def trigger_run(
     if backend is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
-            f"backend {body.backend!r} is not registered (run it once with `ootci run --backend`)",
+            f"backend {body.backend!r} is not registered (`ootci backend add` or POST /api/backends)",
         )
     _admit(ctx, session, body.torch)
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})

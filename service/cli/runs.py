@@ -52,7 +52,8 @@ def run(
                      "run:ID. Default: OOTCI_DEFAULT_TORCH."),
     ] = None,
     backend: Annotated[
-        Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml.")
+        Path, typer.Option("--backend", "-b", help="Backend source dir with an ootci.toml, "
+                           "or the name of a registered backend (`ootci backend add`).")
     ] = BUNDLED_BACKEND,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
     re_register: Annotated[
@@ -67,7 +68,7 @@ def run(
     from service.commands.runs import create_run
     from service.db import session_scope
     from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
-    from service.models import Run, RunState
+    from service.models import Backend, Run, RunState
     from service.schemas import run_detail
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
@@ -81,17 +82,26 @@ def run(
                        pip_index_url=settings.pip_index_url)
             for spec in specs
         ]
-        recipe = load_recipe(backend.resolve())
-    except (TorchSpecError, UsageError) as exc:
+    except TorchSpecError as exc:
         die(str(exc))
     engine = migrated_engine(settings)
+    registered = None if backend.is_dir() else _registered_id(engine, str(backend))
+    if registered is None:
+        try:
+            recipe = load_recipe(backend.resolve())
+        except UsageError as exc:
+            die(str(exc))
     _check_recorded_runs(engine, [p.run_id for p in parsed if p.kind == SourceKind.RUN])
     _sweep_dead_runners(engine)
 
     try:
         with session_scope(engine) as s:
-            be = register_backend(s, recipe.name, str(backend.resolve()),
-                                  changed_by=_cli_actor(), re_register=re_register)
+            if registered is not None:
+                # The registered backend as it is: its git ref's newest commit, or its dir.
+                be = s.get_one(Backend, registered)
+            else:
+                be = register_backend(s, recipe.name, str(backend.resolve()),
+                                      changed_by=cli_actor(), re_register=re_register)
             run_ids = [create_run(s, be, spec, trigger=trigger).id for spec in specs]
             _own(s, run_ids)
     except BackendNameTaken as exc:
@@ -126,6 +136,16 @@ def run(
     raise typer.Exit(code)
 
 
+def _registered_id(engine: Engine, name: str) -> int | None:
+    """The id of the registered backend ``name`` (``--backend NAME``), or None."""
+    from service.db import session_scope
+    from service.queries.backends import registered_backend
+
+    with session_scope(engine) as s:
+        found = registered_backend(s, name)
+        return found.id if found is not None else None
+
+
 def _check_recorded_runs(engine: Engine, run_ids: list[int]) -> None:
     """A ``run:<id>`` must name a run that recorded its wheel: said now, before any row."""
     from service.db import session_scope
@@ -139,7 +159,7 @@ def _check_recorded_runs(engine: Engine, run_ids: list[int]) -> None:
                 die(str(exc))
 
 
-def _cli_actor() -> str:
+def cli_actor() -> str:
     """Who is at the keyboard, as far as this machine knows: recorded on backend changes."""
     import getpass
     import socket

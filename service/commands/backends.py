@@ -4,6 +4,11 @@ What the API, webhooks and the nightly schedule run is looked up by a backend's 
 re-pointing a name at another tree changes what every later trigger executes. That takes
 an explicit ``re_register`` (``ootci run --re-register``), and every registration and
 re-registration is recorded with who did it and when (``BackendChange``).
+
+The registry (``ootci backend add|remove``, ``POST /api/backends``) registers a backend on
+purpose, from a directory or a git URL at a ref: those backends are the nightly's and a
+push to their repository rebuilds them. A backend that only appeared through an ``ootci run
+--backend DIR`` experiment is recorded the same way but never scheduled.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.models import Backend, BackendChange
+from service.models import Backend, BackendChange, Run
 
 
 class BackendNameTaken(ValueError):
@@ -43,6 +48,54 @@ def register_backend(
     backend.source = source
     _record(session, backend, changed_by, "re-registered", before)
     return backend
+
+
+def add_backend(
+    session: Session,
+    name: str,
+    source: str,
+    *,
+    changed_by: str,
+    ref: str | None = None,
+    subdir: str | None = None,
+    re_register: bool = False,
+) -> Backend:
+    """Register ``name`` for the nightly and push rebuilds. The caller has checked that the
+    source exists (``backend_sources.check_source`` for a URL, a directory with a recipe).
+    A name already taken by an experiment from the same source is promoted; by another
+    source, it is refused unless ``re_register``."""
+    existing = session.scalar(select(Backend).where(Backend.name == name))
+    if (
+        existing is not None and existing.nightly and existing.source == source
+        and (existing.ref, existing.subdir) != (ref, subdir or None) and not re_register
+    ):
+        raise BackendNameTaken(
+            f"backend {name!r} is registered from {source} at {existing.ref or 'its default branch'}"
+            f"{' in ' + existing.subdir if existing.subdir else ''}: pass --re-register to change it"
+        )
+    promoted = existing is not None and not existing.nightly
+    backend = register_backend(session, name, source, changed_by=changed_by,
+                               re_register=re_register)
+    backend.ref, backend.subdir, backend.nightly = ref, subdir or None, True
+    if promoted:
+        _record(session, backend, changed_by, "registered", None)
+    return backend
+
+
+def remove_backend(session: Session, name: str, *, changed_by: str) -> bool:
+    """Take ``name`` off the nightly and push rebuilds; False when no such backend is
+    registered. A backend with runs keeps its row (their history names it); one without
+    is deleted."""
+    backend = session.scalar(select(Backend).where(Backend.name == name))
+    if backend is None or not backend.nightly:
+        return False
+    has_runs = session.scalar(select(Run.id).where(Run.backend_id == backend.id).limit(1))
+    if has_runs is None:
+        session.delete(backend)
+        return True
+    backend.nightly = False
+    _record(session, backend, changed_by, "removed", backend.source)
+    return True
 
 
 def _record(

@@ -117,7 +117,10 @@ def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str,
     }
     if push.repo.lower() == settings.watched_upstream_repo.lower():
         return _upstream_push(session, settings, push, push_info)
-    watching = [b for b in _backends(session) if _same_repo(b.source, push.repo_urls)]
+    # Only registered backends rebuild on a push: a CLI experiment from a clone does not.
+    watching = [
+        b for b in _backends(session) if b.nightly and _same_repo(b.source, push.repo_urls)
+    ]
     if not watching:
         return Decision(IGNORED, f"push to {push.repo}: neither upstream nor a registered backend")
     rebuild = [b for b in watching if b.ref is None or b.ref == push.branch]

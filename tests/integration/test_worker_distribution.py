@@ -57,7 +57,8 @@ import os
 import pathlib
 import time
 
-GATE = pathlib.Path(__file__).resolve().parent.parent / "gate"
+# Outside the backend's tree: each run builds and tests its own copy of that tree.
+GATE = pathlib.Path("@GATE@")
 
 
 def test_first():
@@ -98,6 +99,7 @@ class Stack:
     env: dict[str, str]
     db_url: str
     backend_dir: Path
+    gate: Path
     logs: Path
     procs: list[subprocess.Popen[bytes]]
 
@@ -181,7 +183,10 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
 
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)
-    backend_dir = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": SUITE})
+    gate = tmp_path / "gate"
+    backend_dir = write_pyonly_backend(
+        tmp_path / "pyonly", {"test_suite.py": SUITE.replace("@GATE@", str(gate))}
+    )
     with session_scope(engine) as s:
         get_or_create_backend(s, "pyonly", str(backend_dir))
     engine.dispose()
@@ -223,7 +228,7 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    st = Stack(f"http://127.0.0.1:{port}", env, fresh_postgres_url, backend_dir, logs, [api])
+    st = Stack(f"http://127.0.0.1:{port}", env, fresh_postgres_url, backend_dir, gate, logs, [api])
 
     def healthy() -> bool:
         try:
@@ -283,7 +288,7 @@ def _webhook_run_through_a_worker(stack: Stack, body: bytes) -> None:
     )
     assert live.headers["x-log-complete"] == "false"
 
-    (stack.backend_dir / "gate").touch()
+    stack.gate.touch()
     final = wait_until(
         lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
         120,
@@ -316,7 +321,7 @@ def test_worker_killed_mid_run_leaves_exactly_one_finished_run(stack: Stack) -> 
     killed_at = time.monotonic()
     assert stack.run(run_id)["state"] == "running"  # the dead worker's lease still holds it
 
-    (stack.backend_dir / "gate").touch()  # the next attempt will not wait
+    stack.gate.touch()  # the next attempt will not wait
     stack.start_worker("rescuer")
     final = wait_until(
         lambda: (r := stack.run(run_id))["state"] not in ("queued", "running") and r,
@@ -408,7 +413,7 @@ def test_a_message_for_a_run_under_a_dead_workers_lease_waits_for_the_lease(
         run.claimed_by, run.lease_expires_at = "ghost:1", lease_ends
         run_id = run.id
     engine.dispose()
-    (stack.backend_dir / "gate").touch()
+    stack.gate.touch()
     stack.start_worker("w1")
     dispatcher = CeleryDispatcher(REDIS_URL)
     try:

@@ -12,6 +12,7 @@ from celery.schedules import crontab
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from service.commands.backends import add_backend, register_backend
 from service.commands.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
 from service.config import Settings
 from service.db import session_scope
@@ -29,8 +30,11 @@ PINS = ["pip:torch==2.13.0", "pip:torch==2.14.1"]
 @pytest.fixture
 def backends(engine: Engine) -> None:
     with session_scope(engine) as s:
-        get_or_create_backend(s, "torch_openreg", "/srv/openreg")
-        get_or_create_backend(s, "acme", "/srv/acme")
+        add_backend(s, "torch_openreg", "/srv/openreg", changed_by="test")
+        add_backend(s, "acme", "/srv/acme", changed_by="test")
+        # An `ootci run --backend DIR` experiment and a corpus backend: never the nightly's.
+        register_backend(s, "experiment", "/home/alice/scratch", changed_by="test")
+        get_or_create_backend(s, "acme-corpus", "/srv/acme")
 
 
 def test_nightly_specs_are_the_pins_plus_nightly_once() -> None:

@@ -20,12 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # argv[1] is the test's marker: the build and the grandchild it leaves carry it, so the
 # test finds them among all processes by their command line, whatever pid namespace the
-# sandbox put them in. Until `go` exists beside it, the build prints 1 KB every 20 ms
+# sandbox put them in. Until `go` exists in the registered tree (the run builds a copy of
+# it, so the script names that tree, @HERE@), the build prints 1 KB every 20 ms
 # (enough to fill a pipe nobody drains within a second); then it prints `lines` more.
 BUILD_SCRIPT = """\
 import pathlib, subprocess, sys, time
 marker = sys.argv[1]
-here = pathlib.Path(__file__).resolve().parent
+here = pathlib.Path("@HERE@")
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 print("building", flush=True)
@@ -56,7 +57,7 @@ SUITE = "def test_ok():\n    assert 1 + 1 == 2\n"
 def write_fault_backend(root: Path, marker: str) -> Path:
     backend = write_pyonly_backend(root, {"test_ok.py": SUITE})
     (backend / "ootci.toml").write_text(RECIPE.format(marker=marker))
-    (backend / "build_script.py").write_text(BUILD_SCRIPT)
+    (backend / "build_script.py").write_text(BUILD_SCRIPT.replace("@HERE@", str(backend)))
     # The sandbox runs the build as another uid: it must reach the tree through tmp_path.
     for parent in [backend, *backend.parents]:
         if parent == Path("/"):

@@ -42,7 +42,6 @@ from service.models import (
 )
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from workers.pipeline import collect
-from workers.pipeline.backend_source import backend_sha, source_key
 from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
@@ -63,6 +62,7 @@ from workers.pipeline.sandbox import (
     shield_worker_environ,
 )
 from workers.pipeline.shards import ShardDispatch, run_sharded
+from workers.pipeline.source_tree import RunTree, Source, run_tree
 from workers.pipeline.testing import run_tests
 from workers.pipeline.testing_parallel import default_processes
 from workers.pipeline.types import (
@@ -347,7 +347,9 @@ def execute_run(
             for model in (Failure, TestResult, Step):
                 s.execute(delete(model).where(model.run_id == run_id))
         backend = s.get_one(Backend, run.backend_id)
-        spec_text, source = run.torch_spec, backend.source
+        spec_text = run.torch_spec
+        source = Source(backend.name, backend.source, backend.ref, backend.subdir)
+        pinned_sha = run.backend_sha
         only_tests = _tests_to_rerun(run)
         attempt = run.attempts
 
@@ -371,7 +373,7 @@ def execute_run(
             attempt_scope(Attempt(abort=ctx.heartbeat.abort_reason, groups_file=groups_file)),
             child_environment(ctx.child_policy),
         ):
-            state = _pipeline(ctx, spec_text, Path(source))
+            state = _pipeline(ctx, spec_text, source, pinned_sha)
     except _Lost:
         log.warning("run %s: lease lost to another worker; stopping", run_id)
         return None
@@ -402,18 +404,23 @@ def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
     return PipelineError(reason) if reason is not None else None
 
 
-def _pipeline(ctx: _RunContext, spec_text: str, source: Path) -> RunState:
+def _pipeline(ctx: _RunContext, spec_text: str, source: Source, pinned_sha: str | None) -> RunState:
+    # Built and tested in the run's own tree, never in the registered source (issue #14).
+    with run_tree(ctx.settings.resolved_cache_dir, source, pinned_sha=pinned_sha) as tree:
+        return _pipeline_in(ctx, spec_text, tree)
+
+
+def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
     settings = ctx.settings
-    recipe = load_recipe(source)
+    recipe = load_recipe(tree.path)
     with session_scope(ctx.engine) as s:
         backend = s.get_one(Backend, s.get_one(Run, ctx.run_id).backend_id)
         backend.recipe = _recipe_summary(recipe)
-        sha = backend_sha(source)
-        s.get_one(Run, ctx.run_id).backend_sha = sha
+        s.get_one(Run, ctx.run_id).backend_sha = tree.sha
 
     _collect_cache_garbage(ctx)
     env = _provision_step(ctx, spec_text)
-    build_dir = _build_dir(ctx, recipe, env)
+    build_dir = _build_dir(ctx, recipe, env, tree.key)
     stamp(build_dir)
     build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
@@ -480,11 +487,9 @@ def _pinned_to_recorded_wheel(ctx: _RunContext, spec: TorchSpec, sink: LogSink) 
     )
 
 
-def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv) -> Path:
+def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv, key: str) -> Path:
     """One build dir per (torch build, backend source): reused by a rerun of the same pair."""
-    return cache_build_dir(
-        ctx.settings.resolved_cache_dir, recipe.name, env.env_key, source_key(recipe.source_dir)
-    )
+    return cache_build_dir(ctx.settings.resolved_cache_dir, recipe.name, env.env_key, key)
 
 
 def _venv_dir(env: TorchEnv) -> Path:
@@ -499,8 +504,8 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
     with ctx.step(StepName.BUILD) as (sink, outcomes):
         sandbox = sandbox_for_build(
             ctx.settings,
-            # The build still installs into the shared torch env and writes into the source
-            # tree (issue #14 item 2 gives each run its own).
+            # The build still installs into the shared torch env; the source tree is the
+            # run's own copy (source_tree.py), not the registered one.
             writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
             visible=[*env.pythonpath, ctx.run_dir],
             watched=own,

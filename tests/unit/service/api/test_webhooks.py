@@ -17,6 +17,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.backends import add_backend
 from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
@@ -70,7 +71,7 @@ def client(
 ) -> Iterator[TestClient]:
     with session_scope(engine) as s:
         get_or_create_backend(s, "torch_openreg", "/srv/backends/torch_openreg")
-        get_or_create_backend(s, "acme", "https://github.com/acme/torch-acme.git")
+        add_backend(s, "acme", "https://github.com/acme/torch-acme.git", changed_by="test")
     with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as c:
         yield c
 

@@ -1,0 +1,79 @@
+"""/api/backends: the backend registry. Reading is open; registering and removing take the
+token, like every write. Only git sources register here: a directory on the workers is the
+operator's to name (``ootci backend add --path``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, status
+
+from service.api.deps import SessionDep, require_token
+from service.commands.backend_sources import SourceUnreachable, check_source, is_git_url
+from service.commands.backends import BackendNameTaken, add_backend, remove_backend
+from service.schemas import BackendOut, BackendRequest, Problem, backend_list, backend_out
+
+router = APIRouter(prefix="/api/backends", tags=["backends"])
+API_ACTOR = "api"
+
+
+@router.get("", response_model=list[BackendOut], summary="The registered backends")
+def list_backends(session: SessionDep) -> list[BackendOut]:
+    return backend_list(session)
+
+
+@router.get(
+    "/{name}", response_model=BackendOut, summary="One registered backend and its changes",
+    responses={404: {"model": Problem, "description": "Not registered"}},
+)
+def show_backend(session: SessionDep, name: str) -> BackendOut:
+    found = backend_out(session, name)
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"backend {name!r} is not registered")
+    return found
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=BackendOut,
+    dependencies=[Depends(require_token)],
+    responses={
+        401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        409: {"model": Problem, "description": "The name is registered from another source"},
+        422: {"model": Problem, "description": "Not a git URL, or the repository or ref "
+              "cannot be read (nothing is registered)"},
+    },
+    summary="Register a backend from a git repository for the nightly and push rebuilds",
+)
+def register(session: SessionDep, body: BackendRequest) -> BackendOut:
+    if not is_git_url(body.git):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{body.git!r} is not a git URL")
+    try:
+        # A sync route: git ls-remote runs in the thread pool, not on the event loop.
+        check_source(body.git, body.ref)
+    except SourceUnreachable as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    try:
+        add_backend(session, body.name, body.git, changed_by=API_ACTOR, ref=body.ref,
+                    subdir=body.subdir, re_register=body.re_register)
+    except BackendNameTaken as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    session.commit()
+    found = backend_out(session, body.name)
+    assert found is not None
+    return found
+
+
+@router.delete(
+    "/{name}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    dependencies=[Depends(require_token)],
+    responses={
+        401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        404: {"model": Problem, "description": "Not registered"},
+    },
+    summary="Take a backend off the nightly and push rebuilds (its runs stay)",
+)
+def remove(session: SessionDep, name: str) -> None:
+    if not remove_backend(session, name, changed_by=API_ACTOR):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"backend {name!r} is not registered")
+    session.commit()

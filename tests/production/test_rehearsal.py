@@ -1,0 +1,290 @@
+"""A production rehearsal: the shape of a deployment, as separate processes on this machine.
+
+The API under uvicorn, two Celery workers with their own homes (their own caches, work dirs
+and git mirrors: two machines share only Postgres and Redis), a fresh Postgres database
+migrated first, Redis db 10 as the broker. A backend is registered through the API from a
+git repository (a local bare one: file:// stands in for GitHub); a commit is pushed and
+GitHub's signed ``push`` webhook delivered. One worker builds the run at the pushed sha and
+is killed with SIGKILL mid-run; the other takes the run over once its lease runs out and
+finishes it; the dashboard's page of the run shows the verdict.
+
+Run with ``-s`` to see the timeline: seconds from the push to each event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from service.db import make_engine
+from service.migrate import upgrade
+from tests.support.git_repos import Remote, make_remote, push_payload
+from tests.support.live_server import free_port
+from tests.support.paths import REPO_ROOT
+from tests.support.pyonly import write_pyonly_backend
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+REDIS_URL = "redis://127.0.0.1:6379/10"
+SECRET = "rehearsal-webhook-secret"
+TOKEN = "rehearsal-api-token"
+LEASE_S = 60  # the smallest lease settings accept: the take-over waits for it once
+
+# The suite waits for a gate outside the backend's tree, so the run stays in its test step
+# until the rehearsal has killed the worker running it.
+SUITE = """\
+import pathlib
+import time
+
+GATE = pathlib.Path("@GATE@")
+
+
+def test_device_count():
+    assert 1 + 1 == 2
+
+
+def test_waits_for_the_gate():
+    deadline = time.monotonic() + 300
+    while not GATE.exists():
+        assert time.monotonic() < deadline, "gate never opened"
+        time.sleep(0.1)
+"""
+
+
+@dataclass
+class Timeline:
+    start: float = field(default_factory=time.monotonic)
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    def mark(self, what: str) -> None:
+        self.events.append((time.monotonic() - self.start, what))
+
+    def render(self) -> str:
+        return "\n".join(f"  {t:7.1f} s  {what}" for t, what in self.events)
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: Callable[[], str],
+               every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
+
+
+@dataclass
+class Deployment:
+    api: str
+    base_env: dict[str, str]
+    root: Path
+    logs: Path
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def env_for(self, machine: str) -> dict[str, str]:
+        """One machine's environment: its own OOTCI_HOME (cache, work dir, git mirrors)."""
+        return {**self.base_env, "OOTCI_HOME": str(self.root / machine)}
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("wb")
+        proc = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=self.env_for(name), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: SIGKILL takes its pool too
+        )
+        self.procs[name] = proc
+        return proc
+
+    def start_worker(self, name: str) -> subprocess.Popen[bytes]:
+        return self.start(name, [
+            sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+            "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"{name}@%h", "--loglevel=INFO",
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+        ])
+
+    def get(self, path: str, **params: Any) -> httpx.Response:
+        return httpx.get(f"{self.api}{path}", params=params, timeout=10)
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        resp = self.get(f"/api/runs/{run_id}")
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def deliver(self, event: str, payload: dict[str, Any]) -> httpx.Response:
+        body = json.dumps(payload).encode()
+        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return httpx.post(f"{self.api}/webhooks/github", content=body, timeout=30, headers={
+            "Content-Type": "application/json", "X-GitHub-Event": event,
+            "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": signature,
+            "User-Agent": "GitHub-Hookshot/rehearsal",
+        })
+
+    def tail(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.logs.glob("*.log")))
+
+    def worker_of(self, claimed_by: str) -> str:
+        """Which worker's process group holds the pid a claim names (``host:pid``)."""
+        pid = int(claimed_by.rsplit(":", 1)[1])
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        group = int(stat[2])
+        return next(name for name, p in self.procs.items() if p.pid == group)
+
+
+@pytest.fixture
+def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
+    broker = redis.Redis.from_url(REDIS_URL)
+    try:
+        broker.ping()
+    except redis.ConnectionError:
+        pytest.skip("Redis is not running")
+    broker.flushdb()
+    # The migration job runs before anything serves.
+    engine = make_engine(fresh_postgres_url)
+    upgrade(engine)
+    engine.dispose()
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    base_env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/root"),
+        "LANG": "C.UTF-8",
+        "OOTCI_DATABASE_URL": fresh_postgres_url,
+        "OOTCI_BROKER_URL": REDIS_URL,
+        "OOTCI_WEBHOOK_SECRET": SECRET,
+        "OOTCI_API_TOKEN": TOKEN,
+        "OOTCI_DEFAULT_TORCH": "installed",
+        "OOTCI_PINS": '["installed"]',
+        "OOTCI_RUN_LEASE_S": str(LEASE_S),
+        "OOTCI_RERUN_FAILED_TESTS": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    port = free_port()
+    dep = Deployment(f"http://127.0.0.1:{port}", base_env, tmp_path, logs)
+    dep.start("api", [sys.executable, "-m", "uvicorn", "service.api.app:app_factory",
+                      "--factory", "--host", "127.0.0.1", "--port", str(port),
+                      "--log-level", "warning"])
+
+    def healthy() -> bool:
+        try:
+            return dep.get("/healthz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(healthy, 60, lambda: f"the API to be healthy\n{dep.tail()}")
+        yield dep
+    finally:
+        for proc in dep.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in dep.procs.values():
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        broker.flushdb()
+        broker.close()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Remote:
+    r = make_remote(tmp_path / "vendor-repo")
+    gate = tmp_path / "gate"
+    write_pyonly_backend(r.work / "backend", {"test_suite.py": SUITE.replace("@GATE@", str(gate))})
+    r.push("the backend's first commit")
+    return r
+
+
+def test_push_webhook_build_kill_take_over_verdict(
+    deployment: Deployment, remote: Remote, tmp_path: Path
+) -> None:
+    dep = deployment
+    registered = httpx.post(
+        f"{dep.api}/api/backends", timeout=30, headers={"Authorization": f"Bearer {TOKEN}"},
+        json={"name": "pyonly", "git": remote.url, "ref": "main", "subdir": "backend"},
+    )
+    assert registered.status_code == 201, registered.text
+    workers = [dep.start_worker("machine-a"), dep.start_worker("machine-b")]
+    time.sleep(3)  # both consuming before the push, as in a running deployment
+    assert all(w.poll() is None for w in workers), dep.tail()
+
+    timeline = Timeline()
+    (remote.work / "backend" / "CHANGES").write_text("the commit under test\n")
+    sha = remote.push("the commit under test")
+    timeline.mark(f"pushed {sha[:12]} to the vendor's repository")
+    answer = dep.deliver("push", push_payload(remote, sha))
+    assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.text
+    (run_id,) = answer.json()["run_ids"]
+    timeline.mark(f"push webhook accepted: run {run_id} queued")
+
+    first = wait_until(lambda: (r := dep.run(run_id))["state"] == "running" and r, 120,
+                       lambda: f"run {run_id} to be claimed\n{dep.tail()}", every=0.1)
+    owner = dep.worker_of(first["claimed_by"])
+    timeline.mark(f"claimed by {owner} ({first['claimed_by']})")
+
+    def in_step(name: str) -> Callable[[], bool]:
+        return lambda: any(s["name"] == name and s["status"] == "running"
+                           for s in dep.run(run_id)["steps"])
+
+    wait_until(lambda: any(s["name"] == "build" for s in dep.run(run_id)["steps"]), 180,
+               lambda: f"run {run_id} to start building\n{dep.tail()}", every=0.1)
+    timeline.mark("build step started")
+    wait_until(in_step("test"), 180, lambda: f"run {run_id}'s test step\n{dep.tail()}",
+               every=0.1)
+    timeline.mark("test step running (build passed)")
+    assert dep.run(run_id)["backend_sha"] == sha
+
+    os.killpg(dep.procs[owner].pid, signal.SIGKILL)
+    dep.procs[owner].wait(10)
+    timeline.mark(f"kill -9 {owner}")
+    assert dep.run(run_id)["state"] == "running"  # the dead worker's lease still holds it
+    (tmp_path / "gate").touch()  # the next attempt's suite does not wait
+
+    survivor = next(name for name in ("machine-a", "machine-b") if name != owner)
+    taken = wait_until(lambda: (r := dep.run(run_id))["attempts"] == 2 and r, LEASE_S + 180,
+                       lambda: f"run {run_id} to be taken over\n{dep.tail()}", every=0.5)
+    if taken["claimed_by"]:
+        assert dep.worker_of(taken["claimed_by"]) == survivor
+    timeline.mark(f"taken over by {survivor} (attempt 2)")
+    final = wait_until(
+        lambda: (r := dep.run(run_id))["state"] not in ("queued", "running") and r, 180,
+        lambda: f"run {run_id} to finish\n{dep.tail()}", every=0.2,
+    )
+    timeline.mark(f"finished: {final['state']} (verdict {final['verdict'] or 'none: nothing broke'})")
+    assert final["state"] == "passed", final
+    assert final["attempts"] == 2 and final["backend_sha"] == sha
+    assert final["trigger"] == "webhook" and final["trigger_info"]["sha"] == sha
+    assert [s["name"] for s in final["steps"]] == ["provision", "build", "test", "collect"]
+    # The survivor's task returns (and logs) just after the run's last commit.
+    wait_until(lambda: f"run {run_id}: passed" in (dep.logs / f"{survivor}.log").read_text(
+        errors="replace"), 30, lambda: f"{survivor} to log the run's end\n{dep.tail()}")
+    # Each machine fetched the commit into its own mirror: nothing was shared but the
+    # database and the broker.
+    for machine in ("machine-a", "machine-b"):
+        assert list((tmp_path / machine / "cache" / "git").glob("*.git")), machine
+
+    page = dep.get(f"/runs/{run_id}")
+    assert page.status_code == 200
+    # A passed run's verdict is its state (the verdict field names what broke, if anything).
+    assert 'data-state="passed"' in page.text and 'data-state="running"' not in page.text
+    assert sha[:12] in page.text
+    timeline.mark("dashboard page of the run shows the verdict")
+    print(f"\nrehearsal timeline (run {run_id}, seconds from the push):\n{timeline.render()}")
