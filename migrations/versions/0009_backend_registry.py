@@ -1,8 +1,8 @@
 """issue #16's backend registry: backends.subdir (the backend's dir inside a git source) and
 backends.nightly (registered for the nightly and push rebuilds, not a CLI experiment)
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 from __future__ import annotations
