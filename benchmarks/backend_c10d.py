@@ -52,7 +52,7 @@ def _worker(rank: int, store: str, rounds: int, out: str) -> None:
             "occl": torch.ones(nbytes // 4, device="openreg"),
         }
         best = dict.fromkeys(tensors, float("inf"))
-        for name, t in tensors.items():
+        for t in tensors.values():
             _seconds_per_call(t, 2)  # warm up: connections, rings, allocator
         for _ in range(rounds):
             for name, t in tensors.items():
