@@ -129,12 +129,10 @@ def _async_work(rank: int, world: int) -> None:
     # them (the stream is held for 300 ms before the fill runs).
     torch.openreg._C._sleep(300)
     x.fill_(float(rank + 1))
-    start = time.monotonic()
     work = dist.all_reduce(x, async_op=True)
     work.wait()  # only orders the current stream after the collective
-    returned = time.monotonic() - start
     if rank == 0:
-        assert returned < 0.5, f"wait() blocked the host for {returned:.2f}s"
+        # rank 1 is still asleep: wait() returned without the host waiting
         assert not work.is_completed()
     y = x * 2  # queued behind the collective on the current stream
     assert torch.equal(y.cpu(), torch.full((1 << 16,), 2.0 * 3))
