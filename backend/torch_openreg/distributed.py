@@ -12,6 +12,7 @@ since torch.accelerator names openreg).
 
 from __future__ import annotations
 
+import warnings
 from datetime import timedelta
 
 import torch
@@ -32,7 +33,15 @@ def register() -> None:
         # A _C built before csrc/distributed/ existed: `pip install` of this
         # tree imports torch, which autoloads the stale package mid-build.
         return
-    _C._occl_init()  # the pybind11 class needs c10d's Backend class, bound by now
+    try:
+        _C._occl_init()  # the pybind11 class needs c10d's Backend class, bound by now
+    except RuntimeError as exc:
+        # pybind11 could not find torch's c10d classes (a torch whose pybind11
+        # internals differ from the headers this was built with): the device
+        # still works, only occl is missing, and says so.
+        warnings.warn(f"torch_openreg: the occl c10d backend is unavailable: {exc}",
+                      RuntimeWarning, stacklevel=2)
+        return
     dist.Backend.register_backend(BACKEND_NAME, _create_backend, devices=["openreg"])
 
 
