@@ -8,6 +8,7 @@ memory; a worker's failed assertion fails the test with its traceback.
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import time
@@ -198,6 +199,23 @@ def _mismatched_tag(rank: int, world: int) -> None:
 
 def test_mismatched_tags_fail_the_receive(tmp_path: Path) -> None:
     spawn(_mismatched_tag, 2, tmp_path)
+
+
+def _peer_dies(rank: int, world: int) -> None:
+    if rank == 1:
+        os._exit(0)  # no goodbye: the segment stays mapped, the pid goes away
+    x = torch.ones(1024, device=dev())
+    work = dist.all_reduce(x, async_op=True)
+    deadline = time.monotonic() + 60  # the group's timeout is 30 min: this is the pid check
+    while not work.is_completed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert work.is_completed() and not work.is_success()
+    with pytest.raises(dist.DistBackendError, match=r"rank 1 \(pid \d+\) exited"):
+        work.wait()
+
+
+def test_a_dead_peer_fails_the_collective(tmp_path: Path) -> None:
+    spawn(_peer_dies, 2, tmp_path)
 
 
 # ---- DDP: training on openreg/occl matches CPU/gloo ---------------------------
