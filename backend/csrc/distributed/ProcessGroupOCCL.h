@@ -43,12 +43,10 @@ class WorkOCCL : public c10d::Work {
            std::vector<at::Tensor> outputs, bool host_blocking);
   ~WorkOCCL() override;
 
-  // [work-wait]
   // Makes the current stream wait for the collective; blocks the host only
   // for barrier(). Rethrows the collective's error if it already failed.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   void synchronize() override;
-  // [/work-wait]
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
 
