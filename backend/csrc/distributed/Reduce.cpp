@@ -1,8 +1,5 @@
-// The reduction loops are the hot path of all_reduce: -O3 lets gcc vectorise
-// them (the project builds with -O2, where gcc 12 vectorises only loops whose
-// trip count it knows). This file is compiled on its own, outside the unity
-// groups, so the pragma reaches nothing else.
-#pragma GCC optimize("O3")
+// The reduction loops are the hot path of all_reduce: plain loops over
+// __restrict__ pointers, which gcc vectorises in the Release build (-O3).
 
 #include "distributed/Reduce.h"
 
