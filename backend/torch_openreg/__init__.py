@@ -16,6 +16,7 @@ import torch
 from torch_openreg import _compat  # noqa: F401, I001  (fails early on unsupported torch)
 from torch_openreg import _C  # noqa: F401  (loads libtorch_openreg and registers kernels)
 from torch_openreg import _compile
+from torch_openreg import distributed as _distributed
 from torch_openreg import openreg as _device_module
 
 _BACKEND = "openreg"
@@ -37,6 +38,7 @@ def _register() -> None:
 
 _register()
 _compile.install()
+_distributed.register()
 # [/register]
 
 

@@ -21,6 +21,7 @@ namespace py = pybind11;
 // Bindings contributed by other parts of the backend (the ops' kernel switch
 // ...). Weak so the module still links while no such file exists.
 __attribute__((weak)) void openreg_init_ops_bindings(PyObject* module);
+__attribute__((weak)) void openreg_init_distributed_bindings(PyObject* module);
 
 namespace {
 
@@ -179,6 +180,9 @@ extern "C" __attribute__((visibility("default"))) PyObject* openreg_init_module(
     init_bindings(m);
     if (openreg_init_ops_bindings != nullptr) {
       openreg_init_ops_bindings(module);
+    }
+    if (openreg_init_distributed_bindings != nullptr) {
+      openreg_init_distributed_bindings(module);
     }
   } catch (py::error_already_set& e) {
     Py_DECREF(module);
