@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 STREAM_EVERY_S = 1.0
 STREAM_BATCH_BYTES = 64 * 1024
 _MAX_ROW_BYTES = 1024 * 1024  # a backlog (after an outage) goes in rows of at most this
-_JOIN_S = 30.0
+_JOIN_S = 10.0  # a hung database must not hold the step's close for long
 
 
 class LogStream:
