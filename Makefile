@@ -10,7 +10,7 @@ TORCH    ?= torch==2.13.0
 PORT     ?= 8000
 STAMP    := $(VENV)/.stamp
 
-.PHONY: run test setup backend test-service test-backend test-runtime lint browser clean
+.PHONY: run test setup backend test-service test-backend test-runtime lint browser clean check-deploy
 
 $(STAMP): pyproject.toml backend/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,7 +58,12 @@ test-service: setup browser
 	$(BIN)/python -m pytest tests -q --ignore=tests/e2e
 	$(BIN)/python -m pytest tests/e2e -q
 
-test: browser test-runtime test-backend test-service lint
+# deploy/ rendered and validated against a pinned Kubernetes, compose.yaml against the
+# compose schema, the Dockerfiles linted (scripts/check_deploy.py says how).
+check-deploy: setup
+	$(BIN)/python scripts/check_deploy.py
+
+test: browser test-runtime test-backend test-service lint check-deploy
 
 clean:
 	rm -rf build backend/build .ootci artifacts

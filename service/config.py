@@ -30,6 +30,9 @@ DEFAULT_CHILD_PASSTHROUGH: tuple[str, ...] = (
     "CCACHE_DIR", "CCACHE_MAXSIZE", "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CC", "CXX",
     "CMAKE_GENERATOR", "CMAKE_TOOLCHAIN_FILE", "PYTHONSAFEPATH",
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    # Caches shared by every worker (docker/, deploy/): ccache's remote storage (a Redis
+    # URL, ccache >= 4.4) and pip's and uv's caches on the shared volume.
+    "CCACHE_REMOTE_STORAGE", "CCACHE_REMOTE_ONLY", "PIP_CACHE_DIR", "UV_CACHE_DIR",
 )
 # Names no child may ever receive, whatever the operator lists: ootci's own settings (the
 # database URL with its password, the broker, the API token, the webhook and GitHub secrets)

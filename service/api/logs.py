@@ -1,14 +1,15 @@
-"""Reading a step's log by byte range or by last lines, from the database once the step
-has ended, from the file it streams to while it runs."""
+"""Reading a step's log by byte range or by last lines: the stored, compressed log once the
+step has ended, the chunks the worker streams to the database while it runs. Never the
+worker's disk: the API may run on another machine."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from service.models import Step, StepStatus
+from sqlalchemy.orm import Session, object_session
 
-_BLOCK = 64 * 1024
+from service.models import Step, StepStatus
+from service.queries.log_chunks import streamed_backwards, streamed_range, streamed_size
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ def read_log(step: Step, *, offset: int | None, limit: int | None, tail: int | N
         if tail is not None:
             return _stored_tail(step, step.log_size, tail)
         return _stored_range(step, step.log_size, offset or 0, limit)
-    if step.log_path and os.path.isfile(step.log_path):
-        return _slice_file(step.log_path, offset, limit, tail, complete=not running)
-    return LogSlice(b"", 0, 0, complete=not running)
+    session = object_session(step)
+    if session is None:
+        return LogSlice(b"", 0, 0, complete=not running)
+    return _streamed(session, step.id, offset, limit, tail, complete=not running)
 
 
 def _stored_tail(step: Step, size: int, lines: int) -> LogSlice:
@@ -79,24 +81,25 @@ def _tail_start(data: bytes, lines: int) -> int:
     return pos + 1
 
 
-def _slice_file(
-    path: str, offset: int | None, limit: int | None, tail: int | None, *, complete: bool
+def _streamed(
+    session: Session,
+    step_id: int,
+    offset: int | None,
+    limit: int | None,
+    tail: int | None,
+    *,
+    complete: bool,
 ) -> LogSlice:
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if tail is not None:
-            # Read backwards block by block until enough newlines are in hand: a tail of a
-            # 100 MB build log costs a few blocks, not the whole file.
-            start = size
-            chunk = b""
-            while start > 0 and chunk.count(b"\n") <= tail:
-                step = min(_BLOCK, start)
-                start -= step
-                fh.seek(start)
-                chunk = fh.read(step) + chunk
-            cut = _tail_start(chunk, tail)
-            return LogSlice(chunk[cut:], start + cut, size, complete)
-        start = min(offset or 0, size)
-        fh.seek(start)
-        data = fh.read(size - start if limit is None else min(limit, size - start))
-        return LogSlice(data, start, size, complete)
+    size = streamed_size(session, step_id)
+    if tail is not None:
+        # Walk back chunk by chunk until enough newlines are in hand.
+        start, window = size, b""
+        for at, data in streamed_backwards(session, step_id):
+            start, window = at, data + window
+            if _enough_lines(window, tail):
+                break
+        cut = _tail_start(window, tail)
+        return LogSlice(window[cut:], start + cut, size, complete)
+    start = min(offset or 0, size)
+    end = size if limit is None else min(size, start + limit)
+    return LogSlice(streamed_range(session, step_id, start, end), start, size, complete)

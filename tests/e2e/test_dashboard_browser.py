@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from service.commands.log_chunks import append_log_chunk
 from service.models import Backend, Breakage, Failure, Run, Step
 from tests.support.live_server import LiveServer, shot
 
@@ -137,24 +138,27 @@ def test_running_run_updates_without_reload(live: LiveServer, page) -> None:  # 
 
 
 def test_a_running_steps_log_grows_on_the_page_without_reload(  # type: ignore[no-untyped-def]
-    live: LiveServer, page, tmp_path
+    live: LiveServer, page
 ) -> None:
-    log_file = tmp_path / "test.log"
-    log_file.write_bytes(b"collected 3 items\ntests/test_a.py::test_one PASSED\ntests/test_a.py::test_t")
+    first = b"collected 3 items\ntests/test_a.py::test_one PASSED\ntests/test_a.py::test_t"
+    more = "wo PASSED\r\ntests/test_a.py::test_été FAILED ✗\nshort test summary\n".encode()
     with Session(live.engine) as s, s.begin():
         backend = s.scalars(select(Backend)).first()
         assert backend is not None
         run = Run(backend_id=backend.id, torch_spec="installed", state="running")
         s.add(run)
         s.flush()
-        s.add(Step(run_id=run.id, name="test", status="running", log_path=str(log_file)))
-        run_id = run.id
+        step = Step(run_id=run.id, name="test", status="running")
+        s.add(step)
+        s.flush()
+        append_log_chunk(s, step.id, 0, 0, first)  # what the worker has streamed so far
+        run_id, step_id = run.id, step.id
     page.goto(live.url + f"/runs/{run_id}/steps/test/log")
     assert page.locator("#L3").inner_text().endswith("tests/test_a.py::test_t")
     page.evaluate("window.__sameDocument = true")
 
-    with open(log_file, "ab") as fh:  # finishes line 3, adds two, one with non-ASCII text
-        fh.write("wo PASSED\r\ntests/test_a.py::test_été FAILED ✗\nshort test summary\n".encode())
+    with Session(live.engine) as s, s.begin():  # finishes line 3, adds two, one non-ASCII
+        append_log_chunk(s, step_id, 1, len(first), more)
     page.locator("#L5", has_text="short test summary").wait_for(timeout=10_000)
     assert page.locator("#L3").inner_text() == "3tests/test_a.py::test_two PASSED"
     assert page.locator("#L4").inner_text() == "4tests/test_a.py::test_été FAILED ✗"
@@ -162,7 +166,7 @@ def test_a_running_steps_log_grows_on_the_page_without_reload(  # type: ignore[n
     with Session(live.engine) as s, s.begin():
         step = s.scalars(select(Step).where(Step.run_id == run_id)).one()
         step.status = "failed"
-        step.store_log(log_file.read_bytes())
+        step.store_log(first + more)
     page.locator('#log-live-note[data-state="finished"]').wait_for(timeout=10_000)
     assert page.evaluate("window.__sameDocument") is True
     assert page.locator("pre#log .ln").count() == 5

@@ -23,6 +23,7 @@ from sqlalchemy import Engine, delete
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
+from service.commands.log_chunks import drop_log_chunks
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.commands.torch_builds import record_artifact
 from service.config import Settings
@@ -48,6 +49,7 @@ from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.commit_dates import commit_date
 from workers.pipeline.logsink import LogSink
+from workers.pipeline.logstream import LogStream
 from workers.pipeline.masking import SecretMasker, settings_secrets
 from workers.pipeline.procs import Attempt, attempt_scope, child_env, reap_groups
 from workers.pipeline.provision import provision
@@ -238,8 +240,11 @@ class _RunContext:
         def on_line(line: str) -> None:
             self._emit(RunEvent(self.run_id, "line", name.value, text=line))
 
+        # What the sink writes is also streamed to the database: readers on other machines.
+        stream = LogStream(self.engine, step_ids[0])
         sink = LogSink(log_path, on_line=on_line, masker=self.masker,
-                       max_bytes=self.settings.step_log_max_mb * 1024 * 1024)
+                       max_bytes=self.settings.step_log_max_mb * 1024 * 1024,
+                       on_bytes=stream.append)
         outcomes: list[StepOutcome] = []
         status = StepStatus.ERRORED
         summary = ""
@@ -271,6 +276,7 @@ class _RunContext:
             raise
         finally:
             sink.close()
+            stream.close()
             self._close_step(step_ids[0], name, log_path, status, summary, exit_code)
 
     def _close_step(
@@ -300,6 +306,7 @@ class _RunContext:
             row.exit_code = exit_code
             row.summary = summary[:2000]
             row.store_log(log_bytes)
+            drop_log_chunks(s, step_id)
 
         self.write(close)
         self._emit(RunEvent(self.run_id, "step", name.value, status, summary))

@@ -9,6 +9,9 @@ once that is full, lines are held in a bounded tail (the other half) and written
 after one line saying how much was cut. A step that prints for ever costs the worker, the
 database and every reader at most ``max_bytes``; the head (how it started) and the tail
 (how it ended) are what a diagnosis reads. While the step runs, readers see the head.
+
+What reaches the file is also handed to ``on_bytes`` (the pipeline streams it to the
+database, ``logstream.py``): masked and within the cap, exactly as the file holds it.
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ class LogSink:
         tail_lines: int = 200,
         masker: SecretMasker | None = None,
         max_bytes: int = DEFAULT_MAX_LOG_BYTES,
+        on_bytes: Callable[[bytes], None] | None = None,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("ab")
         self._on_line = on_line
+        self._on_bytes = on_bytes
         # Without the worker's settings, the secrets its environment holds.
         self._mask = masker or SecretMasker.from_environ(os.environ)
         self._tail: deque[str] = deque(maxlen=tail_lines)
@@ -80,6 +85,8 @@ class LogSink:
             self._file.write(line)
             self._file.flush()
             self._head_room -= len(line)
+            if self._on_bytes is not None:
+                self._on_bytes(line)
             return
         self._head_room = 0
         self._held.append(line)

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.log_chunks import append_log_chunk
 from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
@@ -46,15 +47,12 @@ class Seeded:
     running: int
     queued: int
     breakage: int
-    running_log: Path
+    running_step: int
 
 
 def seed(engine: Engine, tmp_path: Path) -> Seeded:
     """Two backends, two torch builds, runs in each state, a breakage seen twice."""
-    running_log = tmp_path / "build.log"
-    running_log.write_bytes(
-        b"".join(f"[{i}/40] compiling unit{i}.cpp\n".encode() for i in range(1, 41))
-    )
+    running_log = b"".join(f"[{i}/40] compiling unit{i}.cpp\n".encode() for i in range(1, 41))
     with session_scope(engine) as s:
         openreg = get_or_create_backend(s, "torch_openreg", "/srv/openreg")
         acme = get_or_create_backend(s, "acme", "/srv/acme")
@@ -163,18 +161,21 @@ def seed(engine: Engine, tmp_path: Path) -> Seeded:
         running.state = RunState.RUNNING
         running.created_at = T0 + dt.timedelta(hours=4)
         s.flush()
-        s.add(
-            Step(
-                run_id=running.id,
-                name="build",
-                status=StepStatus.RUNNING,
-                log_path=str(running_log),
-            )
+        # A worker on another machine: its log file is not here, its streamed chunks are.
+        building = Step(
+            run_id=running.id,
+            name="build",
+            status=StepStatus.RUNNING,
+            log_path="/elsewhere/runs/3/build.log",
         )
+        s.add(building)
+        s.flush()
+        append_log_chunk(s, building.id, 0, 0, running_log[:500])
+        append_log_chunk(s, building.id, 1, 500, running_log[500:])
         queued = create_run(s, acme, "nightly", trigger="webhook")
         queued.created_at = T0 + dt.timedelta(hours=5)
         s.flush()
-        return Seeded(passed.id, failed.id, running.id, queued.id, breakage.id, running_log)
+        return Seeded(passed.id, failed.id, running.id, queued.id, breakage.id, building.id)
 
 
 @pytest.fixture
@@ -320,18 +321,24 @@ def test_finished_step_log_download_tail_and_range(client: TestClient, seeded: S
     assert missing.status_code == 404 and "no test step" in missing.json()["detail"]
 
 
-def test_running_step_log_is_read_from_its_file_as_it_grows(
-    client: TestClient, seeded: Seeded
+def test_running_step_log_is_read_from_its_streamed_chunks_as_it_grows(
+    client: TestClient, engine: Engine, seeded: Seeded
 ) -> None:
     url = f"/api/runs/{seeded.running}/steps/build/log"
     tail = client.get(url, params={"tail": 1})
     assert tail.content == b"[40/40] compiling unit40.cpp\n"
     assert tail.headers["x-log-complete"] == "false"
     size = int(tail.headers["x-log-size"])
-    with seeded.running_log.open("ab") as fh:
-        fh.write(b"linking libtorch_acme.so\n")
+    whole = client.get(url, params={"offset": 0})
+    assert len(whole.content) == size and whole.content.count(b"\n") == 40
+    assert client.get(url, params={"offset": 480, "limit": 40}).content == whole.content[480:520]
+    with session_scope(engine) as s:
+        append_log_chunk(s, seeded.running_step, 2, size, b"linking libtorch_acme.so\n")
     more = client.get(url, params={"offset": size})
     assert more.content == b"linking libtorch_acme.so\n"
+    assert client.get(url, params={"tail": 2}).content == (
+        b"[40/40] compiling unit40.cpp\nlinking libtorch_acme.so\n"
+    )
 
 
 def test_matrix_has_the_latest_verdict_per_backend_and_target(

@@ -15,6 +15,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.log_chunks import append_log_chunk
 from service.config import Settings
 from service.db import make_engine
 from service.migrate import upgrade
@@ -235,14 +236,15 @@ def test_log_is_paged_and_highlights_the_asked_line(client: TestClient, engine: 
 
 
 def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
-    client: TestClient, engine: Engine, tmp_path: Path
+    client: TestClient, engine: Engine
 ) -> None:
     written = "".join(f"line {i}\n" for i in range(1, 1201)) + "compiling unit 12"  # mid-line
-    log_file = tmp_path / "build.log"
-    log_file.write_bytes(written.encode())
     with Session(engine) as s, s.begin():
         run = _add_run(s, "live", torch_spec="installed", state="running")
-        s.add(Step(run_id=run.id, name="build", status="running", log_path=str(log_file)))
+        step = Step(run_id=run.id, name="build", status="running", log_path="/elsewhere/build.log")
+        s.add(step)
+        s.flush()
+        append_log_chunk(s, step.id, 0, 0, written.encode())
         run_id = run.id
 
     html = client.get(f"/runs/{run_id}/steps/build/log").text
