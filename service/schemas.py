@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from service.models import Breakage, OutboxMessage, Run
+from service.models import Breakage, OutboxMessage, Run, Step
 from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
@@ -81,6 +81,23 @@ class StepOut(_Orm):
     log_size: int | None
     summary: str | None
     log_url: str
+    attempt: int = Field(1, description="The attempt of the run that ran this step")
+
+
+class AttemptOut(BaseModel):
+    """One attempt of a run: a retry after an infrastructure failure, or a start-over after
+    its process died, is a new attempt; earlier attempts keep their steps and logs."""
+
+    attempt: int
+    current: bool = Field(description="The attempt `steps` and `failures` belong to")
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    outcome: str = Field(
+        description="The run's state for the current attempt; for an earlier one errored | "
+        "failed (its last step) or lost (its process died mid-step)"
+    )
+    reason: str | None = Field(description="Why it ended (e.g. the infra error it was retried for)")
+    steps: list[StepOut]
 
 
 class FailureOut(_Orm):
@@ -112,6 +129,10 @@ class RunDetail(RunSummary):
     steps: list[StepOut]
     failures: list[FailureOut]
     test_counts: dict[str, int]
+    attempt_history: list[AttemptOut] = Field(
+        [], description="Every attempt that ran a step, oldest first (the last is the current "
+        "one); `attempts` above is their count"
+    )
 
 
 class TestResultOut(_Orm):
@@ -285,23 +306,39 @@ def run_detail(session: Session, run_id: int) -> RunDetail | None:
         retry_at=run.retry_at,
         error=run.error,
         verdict_reason=run.verdict_reason,
-        steps=[
-            StepOut(
-                id=s.id,
-                name=s.name,
-                status=s.status,
-                started_at=s.started_at,
-                finished_at=s.finished_at,
-                duration_s=s.duration_s,
-                exit_code=s.exit_code,
-                log_size=s.log_size,
-                summary=s.summary,
-                log_url=f"/api/runs/{run.id}/steps/{s.name}/log",
-            )
-            for s in run.steps
-        ],
+        steps=[step_out(run.id, s, current=True) for s in run.steps],
         failures=[FailureOut.model_validate(f) for f in run.failures],
         test_counts=run_queries.outcome_counts(session, run.id),
+        attempt_history=[
+            AttemptOut(
+                attempt=a.number,
+                current=a.current,
+                started_at=a.started_at,
+                finished_at=a.finished_at,
+                outcome=a.outcome,
+                reason=a.reason,
+                steps=[step_out(run.id, s, current=a.current) for s in a.steps],
+            )
+            for a in run_queries.attempt_history(run)
+        ],
+    )
+
+
+def step_out(run_id: int, step: Step, *, current: bool) -> StepOut:
+    """A step; an earlier attempt's log is asked for with its attempt number."""
+    url = f"/api/runs/{run_id}/steps/{step.name}/log"
+    return StepOut(
+        id=step.id,
+        name=step.name,
+        status=step.status,
+        started_at=step.started_at,
+        finished_at=step.finished_at,
+        duration_s=step.duration_s,
+        exit_code=step.exit_code,
+        log_size=step.log_size,
+        summary=step.summary,
+        log_url=url if current else f"{url}?attempt={step.attempt}",
+        attempt=step.attempt,
     )
 
 

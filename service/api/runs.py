@@ -110,13 +110,18 @@ def step_log(
     ] = None,
     offset: Annotated[int | None, Query(ge=0, le=2**40, description="First byte")] = None,
     limit: Annotated[int | None, Query(ge=1, le=MAX_LOG_CHUNK, description="Max bytes")] = None,
+    attempt: Annotated[
+        int | None,
+        Query(ge=1, le=1_000_000, description="An earlier attempt's log (default: the current attempt)"),
+    ] = None,
 ) -> Response:
-    step = q.get_step(session, run_id, name.value)
+    step = q.get_step(session, run_id, name.value, attempt)
     if step is None:
         exists = session.scalar(select(Run.id).where(Run.id == run_id)) is not None
+        which = f" in attempt {attempt}" if attempt is not None else " (yet)"
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
-            f"run {run_id} has no {name.value} step (yet)"
+            f"run {run_id} has no {name.value} step{which}"
             if exists
             else f"run {run_id} does not exist",
         )
@@ -127,7 +132,10 @@ def step_log(
         "X-Log-Complete": "true" if piece.complete else "false",
     }
     if tail is None and offset is None and limit is None:
-        headers["Content-Disposition"] = f'attachment; filename="run-{run_id}-{name.value}.log"'
+        suffix = f".attempt{attempt}" if attempt is not None else ""
+        headers["Content-Disposition"] = (
+            f'attachment; filename="run-{run_id}-{name.value}{suffix}.log"'
+        )
     return Response(piece.data, media_type="text/plain; charset=utf-8", headers=headers)
 
 

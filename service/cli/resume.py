@@ -34,7 +34,7 @@ def resume(
     import os
 
     from service.cli.runs import _detail_or_die, _execute_with_progress, _exit_code, _print_results
-    from service.cli.sweeper import sweep_once, this_host
+    from service.cli.sweeper import process_started, sweep_once, this_host
     from service.commands.orphans import orphaned_run_ids
     from service.commands.orphans import resume as requeue_orphan
     from service.db import session_scope
@@ -46,7 +46,10 @@ def resume(
     host = this_host()
     with session_scope(engine) as s:
         wanted = list(run_ids or orphaned_run_ids(s, host=host))
-        resumed = [i for i in wanted if requeue_orphan(s, i, host=host, pid=os.getpid())]
+        pid = os.getpid()
+        started = process_started(pid)
+        resumed = [i for i in wanted
+                   if requeue_orphan(s, i, host=host, pid=pid, started=started)]
     refused = [i for i in wanted if i not in resumed]
     if run_ids and refused:
         die(f"run(s) {refused} were not left by a killed ootci run (or are resumed already)")

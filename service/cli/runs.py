@@ -215,10 +215,11 @@ def _own(session: Session, run_ids: list[int]) -> None:
     """Record this process on its runs: if it is killed, the next sweep ends them."""
     import os
 
-    from service.cli.sweeper import this_host
+    from service.cli.sweeper import process_started, this_host
     from service.commands.orphans import record_runner
 
-    record_runner(session, run_ids, host=this_host(), pid=os.getpid())
+    pid = os.getpid()
+    record_runner(session, run_ids, host=this_host(), pid=pid, started=process_started(pid))
 
 
 def _run_or_die(session: Session, run_id: int) -> Run:
@@ -379,6 +380,13 @@ def show(
         dur = f"{st.duration_s:.1f}s" if st.duration_s is not None else "-"
         steps.add_row(st.name, st.status, dur, printable((st.summary or "")[:100]))
     out.print(steps)
+    for attempt in data.attempt_history:
+        if not attempt.current:
+            # Reasons come from the build's own words: text, not markup.
+            out.print(escape(printable(
+                f"earlier attempt {attempt.attempt}: {attempt.outcome} — {attempt.reason or ''}"
+                f" ({', '.join(f'{s.name} {s.status}' for s in attempt.steps)})")),
+                highlight=False)
     # One entry per fingerprint: ten parametrisations of one break are one thing to read.
     groups: dict[str, list[FailureOut]] = {}
     for f in data.failures:

@@ -45,6 +45,26 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def process_started(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks after boot (/proc/PID/stat field 22); None when
+    it cannot be read (no such process, no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # Fields after "(comm)": state is field 3, starttime field 22.
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def runner_alive(pid: int, started: int | None) -> bool:
+    """True if ``pid`` is alive and is still the process that started at ``started``: the
+    kernel reuses PIDs, and a recycled one must not keep a dead runner's runs open."""
+    if not pid_alive(pid):
+        return False
+    now_started = process_started(pid)
+    return started is None or now_started is None or now_started == started
+
+
 @dataclass
 class SweepReport:
     orphaned: list[int] = field(default_factory=list)
@@ -62,7 +82,7 @@ def sweep_once(
     report = SweepReport()
     host = this_host()
     with session_scope(engine) as s:
-        report.orphaned = end_runs_of_dead_runners(s, host=host, is_alive=pid_alive)
+        report.orphaned = end_runs_of_dead_runners(s, host=host, is_alive=runner_alive)
         report.expired = expire_leases_of_dead_workers(s, host=host, is_alive=pid_alive)
     if dispatcher is not None:
         with session_scope(engine) as s:

@@ -26,32 +26,38 @@ _ORPHAN_MARK = "infra error: the ootci process running it"
 _UNFINISHED = (RunState.QUEUED, RunState.RUNNING)
 
 PidProbe = Callable[[int], bool]
+# A runner's PID and the start time it recorded (None for rows of older versions): a PID
+# reused by another process since is no longer the runner's.
+RunnerProbe = Callable[[int, int | None], bool]
 
 
-def record_runner(session: Session, run_ids: Iterable[int], *, host: str, pid: int) -> None:
-    """This interactive process executes these runs."""
+def record_runner(
+    session: Session, run_ids: Iterable[int], *, host: str, pid: int, started: int | None = None
+) -> None:
+    """This interactive process (started at ``started``, see RunnerProbe) executes these runs."""
     ids = list(run_ids)
     if ids:
         session.execute(
-            update(Run).where(Run.id.in_(ids)).values(runner_host=host, runner_pid=pid)
+            update(Run).where(Run.id.in_(ids))
+            .values(runner_host=host, runner_pid=pid, runner_started=started)
             .execution_options(synchronize_session=False)
         )
 
 
 def end_runs_of_dead_runners(
-    session: Session, *, host: str, is_alive: PidProbe, now: dt.datetime | None = None
+    session: Session, *, host: str, is_alive: RunnerProbe, now: dt.datetime | None = None
 ) -> list[int]:
     """End the unfinished runs of this host's dead interactive runners as errored infra
     (each once: the UPDATE is conditional on the run still being unfinished)."""
     now = now or utcnow()
     candidates = session.execute(
-        select(Run.id, Run.runner_pid).where(
+        select(Run.id, Run.runner_pid, Run.runner_started).where(
             Run.runner_host == host, Run.runner_pid.is_not(None), Run.state.in_(_UNFINISHED)
         )
     ).all()
     ended = []
-    for run_id, pid in candidates:
-        if pid is None or is_alive(pid):
+    for run_id, pid, started in candidates:
+        if pid is None or is_alive(pid, started):
             continue
         result: CursorResult[Any] = session.execute(  # type: ignore[assignment]
             update(Run)
@@ -115,7 +121,9 @@ def orphaned_run_ids(session: Session, *, host: str) -> list[int]:
     )
 
 
-def resume(session: Session, run_id: int, *, host: str, pid: int) -> bool:
+def resume(
+    session: Session, run_id: int, *, host: str, pid: int, started: int | None = None
+) -> bool:
     """Put a run the sweep ended as orphaned back in the queue, owned by this runner. The one
     way out of ``errored``, and only for that error; False if it is not such a run (any
     more: two resumes of one run cannot both win)."""
@@ -134,6 +142,7 @@ def resume(session: Session, run_id: int, *, host: str, pid: int) -> bool:
             error=None,
             runner_host=host,
             runner_pid=pid,
+            runner_started=started,
         )
         .execution_options(synchronize_session=False)
     )

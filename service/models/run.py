@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Float,
     ForeignKey,
     Index,
@@ -81,6 +82,9 @@ class Run(Base):
     # is gone from its host, the next sweep there ends the run as infra (``ootci resume``).
     runner_host: Mapped[str | None] = mapped_column(String(200))
     runner_pid: Mapped[int | None] = mapped_column(Integer)
+    # When that process started (clock ticks after boot, /proc/PID/stat field 22): a PID
+    # the kernel handed to another process since is then not taken for the runner.
+    runner_started: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
     # Triage verdict of the whole run (filled after classification).
     verdict: Mapped[str | None] = mapped_column(String(16))
@@ -88,8 +92,9 @@ class Run(Base):
     verdict_reason: Mapped[str | None] = mapped_column(Text)
 
     torch_build: Mapped[TorchBuild | None] = relationship(lazy="joined")
-    steps: Mapped[list[Step]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", order_by="Step.id"
+    # Every attempt's steps; ``steps`` is the current attempt's, what every view shows.
+    step_rows: Mapped[list[Step]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="[Step.attempt, Step.id]"
     )
     test_results: Mapped[list[TestResult]] = relationship(
         back_populates="run", cascade="all, delete-orphan", order_by="TestResult.id"
@@ -117,6 +122,27 @@ class Run(Base):
             return (self.finished_at - self.started_at).total_seconds()
         return None
 
+    @property
+    def current_attempt(self) -> int:
+        """The newest attempt that opened a step (1 for a run with none yet)."""
+        return max((s.attempt for s in self.step_rows), default=1)
+
+    @property
+    def steps(self) -> list[Step]:
+        """The current attempt's steps: earlier attempts are history (``earlier_steps``)."""
+        current = self.current_attempt
+        return [s for s in self.step_rows if s.attempt == current]
+
+    @property
+    def earlier_steps(self) -> dict[int, list[Step]]:
+        """The steps of each attempt before the current one, by attempt number."""
+        current = self.current_attempt
+        earlier: dict[int, list[Step]] = {}
+        for s in self.step_rows:
+            if s.attempt < current:
+                earlier.setdefault(s.attempt, []).append(s)
+        return earlier
+
 
 class Step(Base):
     __tablename__ = "steps"
@@ -124,6 +150,9 @@ class Step(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    # Which attempt of the run ran it (runs.attempts when it started): a retry keeps the
+    # earlier attempts' rows, so the run page can show why they ended.
+    attempt: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     name: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16), default=StepStatus.PENDING)
     started_at: Mapped[dt.datetime | None]
@@ -140,7 +169,7 @@ class Step(Base):
     log_tail: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
     summary: Mapped[str | None] = mapped_column(Text)
 
-    run: Mapped[Run] = relationship(back_populates="steps")
+    run: Mapped[Run] = relationship(back_populates="step_rows")
 
     def store_log(self, data: bytes) -> None:
         self.log_compressed = zlib.compress(data, 6)

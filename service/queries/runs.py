@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -9,7 +10,16 @@ from typing import TypeVar
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from service.models import Backend, Failure, Run, RunState, Step, TestResult, TorchBuild
+from service.models import (
+    Backend,
+    Failure,
+    Run,
+    RunState,
+    Step,
+    StepStatus,
+    TestResult,
+    TorchBuild,
+)
 
 
 @dataclass(frozen=True)
@@ -104,8 +114,56 @@ def get_run(session: Session, run_id: int) -> Run | None:
     return session.scalar(
         select(Run)
         .where(Run.id == run_id)
-        .options(selectinload(Run.steps), selectinload(Run.failures))
+        .options(selectinload(Run.step_rows), selectinload(Run.failures))
     )
+
+
+@dataclass(frozen=True)
+class AttemptSummary:
+    """One attempt of a run, told from its steps: when it ran, how and why it ended."""
+
+    number: int
+    current: bool
+    steps: list[Step]
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    outcome: str  # the run's state for the current attempt; errored | failed | lost before
+    reason: str | None
+
+
+def attempt_history(run: Run) -> list[AttemptSummary]:
+    """Every attempt that opened a step, oldest first; the last is the current one. An
+    earlier attempt ended with its last step: an errored step's summary is the infra reason
+    that sent the run back to the queue; a step never closed means its process died (or
+    lost the lease) mid-step, and the sweep or another worker took the run over."""
+    by_number: dict[int, list[Step]] = {}
+    for step in run.step_rows:
+        by_number.setdefault(step.attempt, []).append(step)
+    current = max(by_number, default=0)
+    history = []
+    for number in sorted(by_number):
+        steps = by_number[number]
+        starts = [s.started_at for s in steps if s.started_at is not None]
+        ends = [s.finished_at for s in steps if s.finished_at is not None]
+        last = steps[-1]
+        unclosed = last.status in (StepStatus.RUNNING, StepStatus.PENDING)
+        if number == current:
+            outcome = run.state
+            reason = run.error or run.verdict_reason
+            finished = run.finished_at if RunState(run.state).finished else None
+        elif unclosed:
+            outcome = "lost"
+            reason = (f"its process died or lost the run's lease during the {last.name} step;"
+                      " a later attempt started over")
+            finished = None
+        else:
+            outcome = last.status if last.status in (StepStatus.ERRORED, StepStatus.FAILED) \
+                else StepStatus.ERRORED.value
+            reason = last.summary or f"it stopped after the {last.name} step"
+            finished = max(ends, default=None)
+        history.append(AttemptSummary(number, number == current, steps, min(starts, default=None),
+                                      finished, str(outcome), reason))
+    return history
 
 
 def get_backend(session: Session, backend_id: int) -> Backend | None:
@@ -152,11 +210,17 @@ def list_test_results(
     return TestPage(results=results, total=total)
 
 
-def get_step(session: Session, run_id: int, name: str) -> Step | None:
-    """The step of that name (the latest attempt when a re-claimed run ran it twice)."""
+def get_step(session: Session, run_id: int, name: str, attempt: int | None = None) -> Step | None:
+    """The step of that name in ``attempt``, by default the run's current attempt (the
+    newest that opened a step): None when that attempt has not reached it."""
+    if attempt is None:
+        newest = select(func.max(Step.attempt)).where(Step.run_id == run_id).scalar_subquery()
+        where = Step.attempt == newest
+    else:
+        where = Step.attempt == attempt
     return session.scalar(
         select(Step)
-        .where(Step.run_id == run_id, Step.name == name)
+        .where(Step.run_id == run_id, Step.name == name, where)
         .order_by(Step.id.desc())
         .limit(1)
     )

@@ -46,10 +46,16 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
     if not run_ids:
         return facts
     ids = list(run_ids)
-    for run_id, name, status in session.execute(
-        select(Step.run_id, Step.name, Step.status).where(Step.run_id.in_(ids)).order_by(Step.id)
+    attempt_of: dict[int, int] = {}
+    for run_id, attempt, name, status in session.execute(
+        select(Step.run_id, Step.attempt, Step.name, Step.status)
+        .where(Step.run_id.in_(ids))
+        .order_by(Step.attempt, Step.id)
     ):
-        facts.steps[run_id][name] = status  # later attempts overwrite earlier ones
+        if attempt != attempt_of.get(run_id):  # only the current (newest) attempt counts
+            attempt_of[run_id] = attempt
+            facts.steps[run_id] = {}
+        facts.steps[run_id][name] = status
     for run_id, stage, category, subtype, nodeid, line in session.execute(
         select(
             Failure.run_id,

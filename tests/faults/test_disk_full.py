@@ -61,7 +61,8 @@ def test_a_full_disk_is_infra_every_step_closed_and_retried_once_space_returns(
         with session_scope(engine) as s:
             run = s.get_one(Run, run_id)
             assert (run.state, run.attempts, run.verdict) == ("passed", 2, None)
-            build = s.scalars(select(Step).where(Step.run_id == run_id, Step.name == "build")).one()
+            build = s.scalars(select(Step).where(Step.run_id == run_id, Step.name == "build",
+                                                 Step.attempt == 2)).one()
             assert build.log_path is not None and build.log_path.endswith("build.attempt2.log")
             # The retry's log is its own: exactly its lines, none of the failed attempt's.
             assert build.read_log().decode().count("\nline ") == BUILD_LINES

@@ -71,10 +71,13 @@ def test_a_killed_ootci_run_leaves_no_build_behind_and_resume_finishes_it_once(
     run = _the_run(engine)
     assert (run.state, run.attempts) == ("passed", 2)
     with session_scope(engine) as s:
-        # The resumed attempt started over: one build step, its own.
-        assert [st.name for st in s.scalars(select(Step).where(Step.run_id == run.id).order_by(Step.id))] == [
+        # The resumed attempt started over: one build step, its own; the killed attempt's
+        # steps stay as its history, the build never closed.
+        rows = s.scalars(select(Step).where(Step.run_id == run.id).order_by(Step.id)).all()
+        assert [st.name for st in rows if st.attempt == 2] == [
             "provision", "build", "test", "collect",
         ]
+        assert [(st.name, st.status) for st in rows if st.attempt == 1][-1] == ("build", "running")
     # Nothing of the killed attempt is left (its grandchild was reaped by the next attempt
     # if the sandbox's pid namespace had not already taken it down).
     assert pids_with(marker) == [], survivors_now
@@ -136,6 +139,7 @@ def test_a_killed_ootci_serve_run_is_taken_over_by_the_next_sweep_exactly_once(
     run = _the_run(engine)
     assert run.attempts == 2
     with session_scope(engine) as s:
-        names = [st.name for st in s.scalars(select(Step).where(Step.run_id == run.id).order_by(Step.id))]
+        names = [st.name for st in s.scalars(select(Step).where(Step.run_id == run.id,
+                                                               Step.attempt == 2).order_by(Step.id))]
     assert names == ["provision", "build", "test", "collect"]
     assert pids_with(marker) == []

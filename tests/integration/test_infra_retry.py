@@ -68,8 +68,11 @@ def test_infra_failures_requeue_the_run_until_the_budget_is_spent(
         assert (run.attempts, run.verdict, run.retry_at) == (2, "infra", None)
         assert run.error is not None
         assert run.error.startswith("infra error on the last of 2 attempts:")
-        # The second attempt started over: one provision step, not two.
-        assert len(s.scalars(select(Step).where(Step.run_id == run_id)).all()) == 1
+        # The second attempt started over: one provision step of its own; the first
+        # attempt's is kept as its history.
+        rows = s.scalars(select(Step).where(Step.run_id == run_id).order_by(Step.id)).all()
+        assert [(st.attempt, st.name) for st in rows] == [(1, "provision"), (2, "provision")]
+        assert [st.attempt for st in run.steps] == [2]
 
 
 def test_without_retries_an_infra_failure_ends_the_run_at_once(

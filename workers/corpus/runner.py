@@ -228,7 +228,8 @@ def _save_fixture(cfg: LiveConfig, mutant: Mutant, run_id: int, failure: Failure
             record = s.scalar(select(TestResult).where(TestResult.run_id == run_id,
                                                        TestResult.nodeid == failure.nodeid))
         step = s.scalar(select(Step).where(Step.run_id == run_id,
-                                           Step.name == failure.step_name))
+                                           Step.name == failure.step_name)
+                        .order_by(Step.attempt.desc()).limit(1))
         log_text = step.read_log().decode("utf-8", "replace") if step is not None else ""
     test = None
     if record is not None:

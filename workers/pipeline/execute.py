@@ -225,6 +225,7 @@ class _RunContext:
         def open_row(s: Session) -> None:
             row = Step(
                 run_id=self.run_id,
+                attempt=self.attempt,
                 name=name,
                 status=StepStatus.RUNNING,
                 started_at=started,
@@ -298,7 +299,7 @@ class _RunContext:
 
         def close(s: Session) -> None:
             row = s.get(Step, step_id)
-            if row is None:  # a newer attempt started over
+            if row is None:  # the run was deleted meanwhile
                 return
             row.status = status
             row.finished_at = finished
@@ -350,8 +351,9 @@ def execute_run(
             return None
         run = s.get_one(Run, run_id)
         if run.attempts > 1:
-            # A previous worker died mid-run: start over from a clean slate.
-            for model in (Failure, TestResult, Step):
+            # An earlier attempt failed or its worker died: start over from a clean slate.
+            # Its steps stay (tagged with their attempt) as the history the run page folds.
+            for model in (Failure, TestResult):
                 s.execute(delete(model).where(model.run_id == run_id))
         backend = s.get_one(Backend, run.backend_id)
         spec_text = run.torch_spec
@@ -598,7 +600,7 @@ def _tests_to_rerun(run: Run) -> list[str] | None:
 
 def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:
     """Back to the queue if the retry budget allows another attempt (and the run is still
-    ours); its failed steps stay visible until the next attempt starts over."""
+    ours); its failed steps stay, as that attempt's history, when the next one starts."""
     delays: list[int] = []
 
     def requeue(s: Session) -> None:

@@ -100,6 +100,7 @@ def run_page(
         "github_repo": ctx.settings.upstream_repo,
         "failed_tests": stages.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),
         "failed_total": sum(counts.get(o, 0) for o in Outcome.FAILING),
+        "earlier_attempts": [a for a in run_queries.attempt_history(run) if not a.current],
     })
 
 

@@ -105,3 +105,21 @@ def test_an_added_dtype_check_is_new_dtype_check() -> None:
         NODE, "RuntimeError: Unsupported dtype: float64 (Double) dtype is not supported by "
               "this device", None)
     assert finding.subtype is Subtype.NEW_DTYPE_CHECK
+
+
+def test_a_c10_interface_default_that_refuses_is_a_new_hook_the_backend_lacks() -> None:
+    # The default bodies of c10's DeviceGuardImplInterface and DeviceAllocator virtuals:
+    # torch calls a virtual the backend's guard or allocator does not override (the real
+    # cases are golden logs in tests/fixtures/logs/releases/).
+    guard = classify_test_failure(
+        NODE, "RuntimeError: Backend doesn't support getting device capabilities.", None)
+    assert (guard.subtype, guard.rule) == (Subtype.NEW_HOOK_REQUIRED, "py-interface-default-refuses")
+    assert guard.captures["feature"] == "getting device capabilities"
+    allocator = classify_test_failure(
+        NODE, "NotImplementedError: getMemoryInfo is not implemented for this allocator yet.",
+        None)
+    assert (allocator.subtype, allocator.captures["hook"]) == (Subtype.NEW_HOOK_REQUIRED,
+                                                                "getMemoryInfo")
+    # A backend's own "doesn't support" in an assertion is no interface default.
+    own = classify_test_failure(NODE, "AssertionError: the backend doesn't support it", None)
+    assert own.subtype is Subtype.TEST_REGRESSION
