@@ -1,7 +1,7 @@
 """steps.attempt: every attempt keeps its steps; runs.runner_started: the runner's start time
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0011
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
