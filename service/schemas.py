@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from service.models import Breakage, OutboxMessage, Run
+from service.queries import conformance as conformance_queries
 from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
@@ -101,6 +102,33 @@ class FailureOut(_Orm):
     breakage_id: int | None
 
 
+class MechanismOut(BaseModel):
+    level: str = Field(description="required | recommended | optional")
+    passed: int
+    failed: int
+    skipped: int
+    failing: list[str] = Field(description="Node ids of the mechanism's failing tests")
+
+
+class ConformanceOut(BaseModel):
+    device: str
+    mechanisms: dict[str, MechanismOut]
+
+
+def conformance_of(session: Session, run_id: int) -> ConformanceOut | None:
+    rows = conformance_queries.results_for_run(session, run_id)
+    if not rows:
+        return None
+    return ConformanceOut(
+        device=rows[0].device,
+        mechanisms={
+            r.mechanism: MechanismOut(level=r.level, passed=r.passed, failed=r.failed,
+                                      skipped=r.skipped, failing=list(r.failing or []))
+            for r in rows
+        },
+    )
+
+
 class RunDetail(RunSummary):
     claimed_by: str | None
     lease_expires_at: dt.datetime | None
@@ -112,6 +140,11 @@ class RunDetail(RunSummary):
     steps: list[StepOut]
     failures: list[FailureOut]
     test_counts: dict[str, int]
+    conformance: ConformanceOut | None = Field(
+        default=None,
+        description="The conformance suite's results per mechanism; null when the backend's "
+        "recipe has no [conformance] table (or the suite has not run yet)",
+    )
 
 
 class TestResultOut(_Orm):
@@ -302,6 +335,7 @@ def run_detail(session: Session, run_id: int) -> RunDetail | None:
         ],
         failures=[FailureOut.model_validate(f) for f in run.failures],
         test_counts=run_queries.outcome_counts(session, run.id),
+        conformance=conformance_of(session, run.id),
     )
 
 
