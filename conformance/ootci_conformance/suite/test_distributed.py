@@ -2,7 +2,6 @@
 processes on device tensors."""
 
 import pytest
-import torch
 
 pytestmark = pytest.mark.conformance("distributed", "optional")
 

@@ -6,10 +6,10 @@ import torch
 pytestmark = pytest.mark.conformance("streams", "recommended")
 
 
-def test_default_stream_is_current_initially(dut):
+def test_current_stream_is_on_the_current_device(dut):
     current = torch.accelerator.current_stream()
-    assert current.device_type == torch.device(dut.name).type
     assert current.device == dut.device
+    assert torch.accelerator.current_stream(0) == current
 
 
 def test_new_streams_are_distinct_from_the_default(dut):
