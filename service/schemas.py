@@ -129,6 +129,27 @@ def conformance_of(session: Session, run_id: int) -> ConformanceOut | None:
     )
 
 
+class BackendConformanceOut(ConformanceOut):
+    backend: str
+    run_id: int = Field(description="The backend's latest run with conformance results")
+    torch_version: str | None
+
+
+class ConformanceMatrix(BaseModel):
+    backends: list[BackendConformanceOut]
+
+
+def conformance_matrix(session: Session) -> ConformanceMatrix:
+    """Each backend's latest conformance results: the dashboard's conformance matrix."""
+    out = []
+    for b in conformance_queries.latest_per_backend(session):
+        shaped = conformance_of(session, b.run_id)
+        assert shaped is not None  # the run was picked for having results
+        out.append(BackendConformanceOut(backend=b.backend, run_id=b.run_id,
+                                         torch_version=b.torch_version, **shaped.model_dump()))
+    return ConformanceMatrix(backends=out)
+
+
 class RunDetail(RunSummary):
     claimed_by: str | None
     lease_expires_at: dt.datetime | None

@@ -70,6 +70,16 @@ def test_results_are_stored_and_shaped_per_mechanism(engine: Engine, tmp_path: P
     assert _client(engine, tmp_path).get(f"/api/runs/{plain}").json()["conformance"] is None
 
 
+def test_api_matrix_is_each_backends_latest_run(engine: Engine, tmp_path: Path) -> None:
+    _, second, _ = _seed(engine)
+    body = _client(engine, tmp_path).get("/api/conformance").json()
+    assert [b["backend"] for b in body["backends"]] == ["feas"]
+    feas = body["backends"][0]
+    assert (feas["run_id"], feas["device"]) == (second, "feas")
+    assert feas["mechanisms"]["device"] == {
+        "level": "required", "passed": 8, "failed": 1, "skipped": 0, "failing": ["d::broke"]}
+
+
 def test_recording_again_replaces_the_runs_results(engine: Engine) -> None:
     first, _, _ = _seed(engine)
     with session_scope(engine) as s:
