@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
 from service.models import Breakage, OutboxMessage, Run, Step
+from service.queries import conformance as conformance_queries
 from service.queries import runs as run_queries
 from service.queries.breakages import Occurrence
 from service.queries.matrix import MatrixCell
@@ -118,6 +119,54 @@ class FailureOut(_Orm):
     breakage_id: int | None
 
 
+class MechanismOut(BaseModel):
+    level: str = Field(description="required | recommended | optional")
+    passed: int
+    failed: int
+    skipped: int
+    failing: list[str] = Field(description="Node ids of the mechanism's failing tests")
+
+
+class ConformanceOut(BaseModel):
+    device: str
+    mechanisms: dict[str, MechanismOut]
+
+
+def conformance_of(session: Session, run_id: int) -> ConformanceOut | None:
+    rows = conformance_queries.results_for_run(session, run_id)
+    if not rows:
+        return None
+    return ConformanceOut(
+        device=rows[0].device,
+        mechanisms={
+            r.mechanism: MechanismOut(level=r.level, passed=r.passed, failed=r.failed,
+                                      skipped=r.skipped, failing=list(r.failing or []))
+            for r in rows
+        },
+    )
+
+
+class BackendConformanceOut(ConformanceOut):
+    backend: str
+    run_id: int = Field(description="The backend's latest run with conformance results")
+    torch_version: str | None
+
+
+class ConformanceMatrix(BaseModel):
+    backends: list[BackendConformanceOut]
+
+
+def conformance_matrix(session: Session) -> ConformanceMatrix:
+    """Each backend's latest conformance results: the dashboard's conformance matrix."""
+    out = []
+    for b in conformance_queries.latest_per_backend(session):
+        shaped = conformance_of(session, b.run_id)
+        assert shaped is not None  # the run was picked for having results
+        out.append(BackendConformanceOut(backend=b.backend, run_id=b.run_id,
+                                         torch_version=b.torch_version, **shaped.model_dump()))
+    return ConformanceMatrix(backends=out)
+
+
 class RunDetail(RunSummary):
     claimed_by: str | None
     lease_expires_at: dt.datetime | None
@@ -132,6 +181,11 @@ class RunDetail(RunSummary):
     attempt_history: list[AttemptOut] = Field(
         [], description="Every attempt that ran a step, oldest first (the last is the current "
         "one); `attempts` above is their count"
+    )
+    conformance: ConformanceOut | None = Field(
+        default=None,
+        description="The conformance suite's results per mechanism; null when the backend's "
+        "recipe has no [conformance] table (or the suite has not run yet)",
     )
 
 
@@ -309,6 +363,7 @@ def run_detail(session: Session, run_id: int) -> RunDetail | None:
         steps=[step_out(run.id, s, current=True) for s in run.steps],
         failures=[FailureOut.model_validate(f) for f in run.failures],
         test_counts=run_queries.outcome_counts(session, run.id),
+        conformance=conformance_of(session, run.id),
         attempt_history=[
             AttemptOut(
                 attempt=a.number,

@@ -18,7 +18,18 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from service.api import backends, breakages, health, matrix, metrics, pages, pins, runs, webhooks
+from service.api import (
+    backends,
+    breakages,
+    conformance,
+    health,
+    matrix,
+    metrics,
+    pages,
+    pins,
+    runs,
+    webhooks,
+)
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
 from service.api.guard import RequestGuard
@@ -51,7 +62,7 @@ def create_app(
     )
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
     recorder = app.state.delivery_recorder = DeliveryRecorder(engine)
-    for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics):
+    for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics, conformance):
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)

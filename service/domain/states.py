@@ -36,6 +36,7 @@ class StepName(enum.StrEnum):
     PROVISION = "provision"
     BUILD = "build"
     TEST = "test"
+    CONFORMANCE = "conformance"
     COLLECT = "collect"
 
 

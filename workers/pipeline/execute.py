@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
 from service.commands.log_chunks import drop_log_chunks
+from service.commands.conformance import record_conformance
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.commands.torch_builds import record_artifact
 from service.config import Settings
@@ -32,6 +33,7 @@ from service.domain.states import StepStatus as OutcomeStatus
 from service.domain.torch_spec import SourceKind, TorchSpec
 from service.models import (
     Backend,
+    ConformanceResult,
     Failure,
     Run,
     RunState,
@@ -41,6 +43,7 @@ from service.models import (
     TestResult,
     utcnow,
 )
+from service.queries.conformance import previously_working
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from workers.pipeline import collect
 from workers.pipeline.build import build
@@ -48,6 +51,7 @@ from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.commit_dates import commit_date
+from workers.pipeline.conformance import ConformanceOutcome, run_conformance
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.logstream import LogStream
 from workers.pipeline.masking import SecretMasker, settings_secrets
@@ -353,7 +357,7 @@ def execute_run(
         if run.attempts > 1:
             # An earlier attempt failed or its worker died: start over from a clean slate.
             # Its steps stay (tagged with their attempt) as the history the run page folds.
-            for model in (Failure, TestResult):
+            for model in (Failure, TestResult, ConformanceResult):
                 s.execute(delete(model).where(model.run_id == run_id))
         backend = s.get_one(Backend, run.backend_id)
         spec_text = run.torch_spec
@@ -433,11 +437,16 @@ def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
     stamp(build_dir)
     build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
+    conformance: ConformanceOutcome | None = None
     if build_outcome.status is OutcomeStatus.PASSED:
         tests = _test_step(ctx, recipe, env, build_dir)
+        if recipe.conformance_device is not None:
+            conformance = _conformance_step(ctx, recipe, env, build_dir)
 
     with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
         run = s.get_one(Run, ctx.run_id)
+        if tests is not None and conformance is not None:
+            tests = _with_regressions(s, run, tests, conformance, sink)
         state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
         run.transition(state)
     return state
@@ -589,6 +598,55 @@ def _sharded_tests(
         ctx.run_dir / "test", sink, dispatch=ctx.dispatch_shards, sandbox=sandbox,
         check_lease=ctx.check_lease, masker=ctx.masker,
     )
+
+
+def _conformance_step(
+    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
+) -> ConformanceOutcome:
+    """The conformance suite against the recipe's device, sandboxed like the tests."""
+    policy = ctx.child_policy
+    work_dir = ctx.run_dir / "conformance"
+    own = [policy.home, policy.tmpdir, work_dir]
+    with ctx.step(StepName.CONFORMANCE) as (sink, outcomes):
+        sandbox = sandbox_for_tests(
+            ctx.settings,
+            writable=own,
+            visible=[
+                _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
+                ctx.run_dir,
+            ],
+            watched=own,
+        )
+        result = run_conformance(
+            recipe, env, work_dir, sink,
+            timeout_s=ctx.settings.step_timeout_s,
+            per_test_timeout_s=ctx.settings.test_timeout_s,
+            build_dir=build_dir,
+            sandbox=sandbox,
+        )
+        outcomes.append(result.step)
+        if result.mechanisms:
+            with session_scope(ctx.engine) as s:
+                record_conformance(s, ctx.run_id, result.device, result.mechanisms)
+    return result
+
+
+def _with_regressions(
+    session: Session, run: Run, tests: TestRunOutcome, conformance: ConformanceOutcome,
+    sink: LogSink,
+) -> TestRunOutcome:
+    """The backend's test results plus the failed conformance tests of each mechanism that
+    worked in its previous run: a regression is classified, triaged and grouped into a
+    breakage like a failure of its own suite. A mechanism the backend never got right is
+    what it implements, shown on the conformance page, not a breakage."""
+    before = previously_working(session, run)
+    regressed = {m.mechanism for m in conformance.mechanisms if m.failed and m.mechanism in before}
+    if not regressed:
+        return tests
+    failing = {n for m in conformance.mechanisms if m.mechanism in regressed for n in m.failing}
+    sink.write(f"ootci: conformance regressions: {', '.join(sorted(regressed))}\n")
+    extra = tuple(r for r in conformance.records if r.nodeid in failing)
+    return TestRunOutcome(step=tests.step, results=(*tests.results, *extra))
 
 
 def _tests_to_rerun(run: Run) -> list[str] | None:

@@ -11,16 +11,22 @@ command = ["{python}", "-m", "pytest", "tests", "--junitxml={junit}"]
 timeout_per_test = 300                # optional, seconds
 env = { OPENREG_STRICT = "1" }        # optional
 requires = ["expecttest", "numpy"]    # optional; default: pyproject's `test` extra
+[conformance]                         # optional: run the conformance suite (conformance/)
+device = "openreg"                    # the device type under test: torch.<device>
+import = "torch_openreg"              # optional: a module to import when it does not autoload
 ```
 Commands run from the backend dir. ``{python}`` becomes the provisioned interpreter and
 ``{junit}`` the JUnit XML path. ``[build] env`` becomes ``Recipe.env`` (the build step's),
 ``[test] env`` becomes ``Recipe.test_env``: a test switch must not change what gets built.
 ``[test] requires`` are the suite's own dependencies, installed into the run's env before
 it runs; without it, the backend's ``[project.optional-dependencies] test`` (pyproject.toml).
+``[conformance]`` makes the run test the backend's device against ootci's conformance suite
+after its own tests (``conformance.py``), with the ``[test] env``.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -33,6 +39,10 @@ _KNOWN = {
     "build": {"command", "env"},
     "test": {"command", "timeout_per_test", "env", "requires"},
 }
+# Tables a recipe may leave out.
+_OPTIONAL = {"conformance": {"device", "import"}}
+_DEVICE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def load_recipe(backend_dir: Path) -> Recipe:
@@ -74,11 +84,13 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
                 f"{path}: unknown key {table}.{unknown[0]} (expected one of: "
                 f"{', '.join(sorted(keys))})"
             )
-    unknown_tables = sorted(set(data) - set(_KNOWN))
+    unknown_tables = sorted(set(data) - set(_KNOWN) - set(_OPTIONAL))
     if unknown_tables:
         raise RecipeError(
-            f"{path}: unknown table [{unknown_tables[0]}] (expected [backend], [build], [test])"
+            f"{path}: unknown table [{unknown_tables[0]}] (expected [backend], [build], [test], "
+            "[conformance])"
         )
+    device, device_import = _conformance(data, path)
 
     name = _require(data, "backend", "name", str, path)
     if not name.strip():
@@ -100,7 +112,33 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
         env=_env(data, "build", path),
         test_env=_env(data, "test", path),
         test_requires=_test_requires(data, path, source_dir),
+        conformance_device=device,
+        conformance_import=device_import,
     )
+
+
+def _conformance(data: dict[str, Any], path: Path) -> tuple[str | None, str | None]:
+    """``[conformance]``'s device type and import module; (None, None) without the table."""
+    if "conformance" not in data:
+        return None, None
+    section = data["conformance"]
+    if not isinstance(section, dict):
+        raise RecipeError(f"{path}: conformance must be a table, got {type(section).__name__}")
+    unknown = sorted(set(section) - _OPTIONAL["conformance"])
+    if unknown:
+        raise RecipeError(
+            f"{path}: unknown key conformance.{unknown[0]} (expected one of: device, import)"
+        )
+    device = _require(data, "conformance", "device", str, path)
+    if not _DEVICE_NAME.match(device) or device in {"cpu", "cuda", "meta", "privateuseone"}:
+        raise RecipeError(
+            f"{path}: conformance.device must be the backend's own device type "
+            f"(lower-case letters, digits, _), got {device!r}"
+        )
+    module = section.get("import")
+    if module is not None and (not isinstance(module, str) or not _MODULE_NAME.match(module)):
+        raise RecipeError(f"{path}: conformance.import must be a module name, got {module!r}")
+    return device, module
 
 
 def _test_requires(data: dict[str, Any], path: Path, source_dir: Path) -> tuple[str, ...]:

@@ -74,6 +74,9 @@ class Recipe:
     test_env: dict[str, str] = field(default_factory=dict)  # [test] env
     # [test] requires (pip requirement strings), else the backend's own `test` extra.
     test_requires: tuple[str, ...] = ()
+    # [conformance] device: the device type the conformance suite tests; None = not run.
+    conformance_device: str | None = None
+    conformance_import: str | None = None  # [conformance] import
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from service.api.pages import breakages, matrix, pins, runs, search, tests, trends
+from service.api.pages import breakages, conformance, matrix, pins, runs, search, tests, trends
 from service.api.templates import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (matrix, runs, breakages, tests, trends, search, pins):
+for _module in (matrix, runs, breakages, tests, trends, search, pins, conformance):
     router.include_router(_module.router)
 
 

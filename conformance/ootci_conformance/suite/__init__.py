@@ -1,0 +1,1 @@
+"""The conformance suite: one file per mechanism (``ootci_conformance.MECHANISMS``)."""
