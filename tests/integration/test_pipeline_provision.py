@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_torch import BROKEN_INIT, build_wheel
 from workers.pipeline.cache_gc import STAMP
 from workers.pipeline.installer import Installer
 from workers.pipeline.logsink import LogSink
@@ -412,33 +413,11 @@ def test_a_tampered_env_is_rebuilt_not_reused(index: str, tmp_path: Path) -> Non
     assert not (init.parent.parent / "zz_evil.pth").exists()
 
 
-def _broken_torch_wheel(out_dir: Path, version: str) -> Path:
-    wheel = build_fake_torch_wheel(out_dir, version)
-    with zipfile.ZipFile(wheel) as zf:
-        files = {n: zf.read(n) for n in zf.namelist()}
-    files["torch/__init__.py"] = (
-        b"try:\n    import torch._C_missing\n"
-        b"except ImportError as exc:\n"
-        b"    raise RuntimeError('torch failed to initialise') from exc\n"
-    )
-    record = f"torch-{version}.dist-info/RECORD"
-    lines = []
-    for name, data in files.items():
-        if name != record:
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            lines.append(f"{name},sha256={digest.decode()},{len(data)}")
-    files[record] = ("\n".join([*lines, f"{record},,"]) + "\n").encode()
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for name, data in files.items():
-            zf.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
-    return wheel
-
-
 @pytest.mark.slow
 def test_a_torch_that_does_not_import_is_torch_unusable_with_its_innermost_error(
     tmp_path: Path,
 ) -> None:
-    wheel = _broken_torch_wheel(tmp_path, "2.14.0.dev20261126+cpu")
+    wheel = build_wheel(tmp_path, "2.14.0.dev20261126+cpu", "b" * 40, {}, init=BROKEN_INIT)
     with pytest.raises(TorchUnusable) as info:
         do_provision(f"wheel:{wheel}", tmp_path / "cache", tmp_path / "log")
     assert info.value.kind == "upstream"
