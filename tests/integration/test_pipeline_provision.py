@@ -347,7 +347,7 @@ def test_uv_hard_links_envs_from_the_shared_package_cache(index: str, tmp_path: 
         package_cache=packages,
     )
     log = (tmp_path / "1.log").read_text()
-    assert "installing with uv" in log and "venv --seed --python" in log
+    assert "installing with uv" in log and "venv --python" in log
     assert "--link-mode hardlink" in log
     version_py = _site_file(first, "torch/version.py")
     # Linked from the package cache, and read-only: writing it would write the cache.

@@ -133,3 +133,43 @@ def verify(env: Path, *, show: int = 5) -> Verdict:
     ]
     return Verdict(not changes, tuple(changes[:show]) + (
         (f"... {len(changes) - show} more",) if len(changes) > show else ()), stray)
+
+
+def _bytecode(root: Path) -> list[str]:
+    return [
+        os.path.relpath(os.path.join(dirpath, name), root)
+        for dirpath, _dirs, files in os.walk(root) if os.path.basename(dirpath) == "__pycache__"
+        for name in files if name.endswith(".pyc")
+    ]
+
+
+def adopt_bytecode(env: Path, store: Path) -> int:
+    """Hard-link the bytecode an earlier env of the same key compiled (``share_bytecode``)
+    into a new ``env``: importing torch without it compiles ~800 modules (10+ s), and
+    uv links sources, not bytecode. A .pyc is valid for its source by the source's mtime
+    and size, which the hard-linked source shares. Returns how many were linked."""
+    if not store.is_dir():
+        return 0
+    linked = 0
+    for rel in _bytecode(store):
+        target = env / rel
+        if target.parent.parent.is_dir() and not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            try:
+                os.link(store / rel, target)
+                linked += 1
+            except OSError:
+                continue  # another filesystem: the probe compiles it
+    return linked
+
+
+def share_bytecode(env: Path, store: Path) -> None:
+    """Keep ``env``'s compiled bytecode in ``store`` (hard links) for the next env of its key."""
+    for rel in _bytecode(env):
+        target = store / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(env / rel, target)
+            except OSError:
+                return

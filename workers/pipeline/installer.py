@@ -57,8 +57,8 @@ class Installer:
 
     def create_venv(self, venv: Path) -> list[str]:
         if self.uv is not None:
-            # --seed: recipes run `{python} -m pip install ...`, so the venv needs pip.
-            return [self.uv, "venv", "--seed", "--python", sys.executable, str(venv)]
+            # pip comes with the requirements (``install``): one resolution, not two.
+            return [self.uv, "venv", "--python", sys.executable, str(venv)]
         return [sys.executable, "-m", "venv", str(venv)]
 
     def install(
@@ -76,4 +76,5 @@ class Installer:
                    *(["--no-cache-dir"] if fresh else [])]
         if extra_index:
             cmd += ["--extra-index-url", extra_index]
-        return [*cmd, *requirements]
+        # Recipes run `{python} -m pip install ...`: a uv venv needs pip installed.
+        return [*cmd, *requirements, *(["pip"] if self.uv is not None else [])]

@@ -209,10 +209,16 @@ def _provision_venv(
             log.write(f"ootci: removing incomplete env {venv}")
             envcache.remove(venv)
         started = time.monotonic()
+        # Bytecode compiled by the first env of this key, shared through the package cache.
+        bytecode = installer.package_cache / "bytecode" / key
         try:
             python = _create_venv(
                 venv, artifact, spec.index_url, installer, log, fresh=reusable is None
             )
+            if reusable is not None:  # a tampered env's bytecode store is not trusted
+                linked = envcache.adopt_bytecode(venv, bytecode)
+                if linked:
+                    log.write(f"ootci: linked {linked} compiled modules from {bytecode}")
             probe = _probe(python, (), spec.text, log)
         except BaseException:
             envcache.remove(venv)
@@ -220,6 +226,9 @@ def _provision_venv(
         # Written last: its presence is what makes the env reusable.
         marker.write_text(json.dumps({**probe, "artifact": asdict(artifact), "spec": spec.text}))
         _seal(venv)
+        if reusable is None:
+            envcache.remove(bytecode)
+        envcache.share_bytecode(venv, bytecode)
         log.write(
             f"ootci: provisioned torch {probe['version']} in {time.monotonic() - started:.0f} s"
         )
