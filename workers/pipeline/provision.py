@@ -7,6 +7,12 @@ two specs that resolve to the same wheel share it. The env's torch is installed 
 resolved URL itself, so what was resolved is what gets installed. ``installed`` and
 ``path:<dir>`` get a thin venv over ootci's own packages (``path:`` keyed by the tree's file
 stats).
+
+Every env here is a shared base: installed by ``installer.py`` (uv, hard links from the
+package cache; pip when uv is missing), then read-only with a manifest that is verified
+before each reuse (``envcache.py``: a tampered env is rebuilt, never used). Runs build and
+test in a private venv over it (``run_env.py``). A torch that does not import in its fresh
+env is ``TorchUnusable`` (upstream's break, never retried), its innermost error in the log.
 """
 
 from __future__ import annotations
