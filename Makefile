@@ -49,13 +49,12 @@ test-runtime:
 	cmake --build build/openreg
 	ctest --test-dir build/openreg --output-on-failure
 
-# Its own tests, then the conformance suite (conformance/) against its device; without
-# `distributed` while openreg has no c10d backend (issue 20, item 3, lands separately).
+# Its own tests, then the conformance suite (conformance/) against its device.
 test-backend: backend
 	cd backend && ../$(BIN)/python -m pytest tests -q -p no:cacheprovider
 	$(BIN)/pip install -q --no-deps --no-build-isolation -e ./conformance
 	$(BIN)/python -m pytest --pyargs ootci_conformance.suite -p ootci_conformance --device-type openreg \
-	  -m "not distributed" -q -p no:cacheprovider
+	  -q -p no:cacheprovider
 
 # The browser tests get a process of their own: Playwright's sync API keeps an event loop
 # running in the main thread for the whole session, which asyncio-using tests cannot share.

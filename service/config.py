@@ -99,6 +99,12 @@ class Settings(BaseSettings):
     cache_keep: int = Field(
         3, ge=0, description="The most recently used envs (and build dirs) kept whatever their age."
     )
+    package_cache_dir: Path | None = Field(
+        None,
+        description="uv's (or pip's) package cache that torch envs are hard-linked from; "
+        "default <cache_dir>/packages. A volume shared by a deployment's workers shares each "
+        "wheel's first fetch; on another filesystem than the cache dir envs are copies.",
+    )
     infra_retries: int = Field(
         2, ge=0, le=10,
         description="A queued run whose attempt failed on infrastructure (pip, network, disk) "
@@ -286,6 +292,10 @@ class Settings(BaseSettings):
     @property
     def resolved_cache_dir(self) -> Path:
         return (self.cache_dir or self.home / "cache").resolve()
+
+    @property
+    def resolved_package_cache_dir(self) -> Path:
+        return (self.package_cache_dir or self.resolved_cache_dir / "packages").resolve()
 
     @property
     def resolved_trusted_hosts(self) -> list[str]:

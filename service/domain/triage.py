@@ -5,6 +5,8 @@ the history (last green run, rerun result) and passes it in as ``TriageEvidence`
 
 1. no finding                         -> unknown  (a red step with no evidence at all)
 2. the finding is an infra signature  -> infra    (disk, network, pip, timeout, killed)
+2b. torch itself does not import in a fresh env (``torch-unusable``, found at provision,
+   where no backend code has run) -> upstream, whatever the history: nothing else is there
 3. same fingerprint failed on the last green run of this backend on the pinned torch
                                       -> backend  (pre-existing: the new torch did not do it)
 4. it passed on the automatic rerun   -> flake
@@ -30,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from service.domain.verdict import Category, Finding, Subtype, TriageVerdict
+from service.domain.verdict import Category, Finding, Stage, Subtype, TriageVerdict
 
 SEVERITY: tuple[Category, ...] = (
     Category.UPSTREAM,
@@ -68,6 +70,12 @@ def triage(finding: Finding | None, evidence: TriageEvidence) -> TriageVerdict:
     what = _describe(finding)
     if finding.category is Category.INFRA:
         return TriageVerdict(Category.INFRA, finding.subtype, f"infrastructure failure: {what}")
+    if finding.subtype is Subtype.TORCH_UNUSABLE and finding.stage is Stage.PROVISION:
+        return TriageVerdict(
+            Category.UPSTREAM, finding.subtype,
+            f"torch itself does not import in a fresh environment, before any backend code: "
+            f"{what}",
+        )
     if evidence.failed_on_last_green:
         return TriageVerdict(
             Category.BACKEND, finding.subtype,

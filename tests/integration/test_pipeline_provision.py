@@ -25,11 +25,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_torch import BROKEN_INIT, build_wheel
 from workers.pipeline.cache_gc import STAMP
+from workers.pipeline.installer import Installer
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.provision import MARKER, provision
 from workers.pipeline.resolve import parse_spec
-from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
+from workers.pipeline.run_env import private_env
+from workers.pipeline.types import ProvisionError, SpecError, TorchEnv, TorchUnusable
 
 OLD_NIGHTLY = "2.14.0.dev20261120+cpu"
 NEW_NIGHTLY = "2.14.0.dev20261124+cpu"
@@ -185,7 +188,10 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert out == ["2.13.0+overlay", str(overlay.resolve() / "torch" / "__init__.py")]
-    # A backend built the way recipes do it installs into this env only.
+    # A backend built the way recipes do it, in a run's private env over this one, installs
+    # into the run's env only: the shared env stays read-only and as it was made.
+    run_env = private_env(env, tmp_path / "run")
+    assert run_env.base_dirs == (venv,) and run_env.python.is_relative_to(tmp_path / "run")
     pkg = tmp_path / "vendor_pkg"
     (pkg / "ootci_vendor_probe").mkdir(parents=True)
     (pkg / "ootci_vendor_probe" / "__init__.py").write_text("")
@@ -194,14 +200,22 @@ def test_path_overlay_comes_first(tmp_path: Path) -> None:
         '[project]\nname = "ootci_vendor_probe"\nversion = "1.0"\n'
     )
     subprocess.run(
-        [str(env.python), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "."],
+        [str(run_env.python), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+         "."],
         cwd=pkg,
         env={**os.environ, **env.environ()},
         check=True,
         capture_output=True,
     )
-    assert list(Path(purelib).glob("ootci_vendor_probe*"))
+    assert list((tmp_path / "run" / "env").glob("lib/*/site-packages/ootci_vendor_probe*"))
+    assert not list(Path(purelib).glob("ootci_vendor_probe*"))
     assert importlib.util.find_spec("ootci_vendor_probe") is None  # not in ootci's env
+    # The run's env imports the overlay's torch and the vendor package.
+    out = subprocess.run(
+        [str(run_env.python), "-c", "import torch, ootci_vendor_probe; print(torch.__version__)"],
+        env={**os.environ, **env.environ()}, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert out == ["2.13.0+overlay"]
 
     # Reuse restamps the env, so the cache GC counts it as used now.
     env_stamp = tmp_path / "cache" / "envs" / env.env_key / STAMP
@@ -321,26 +335,94 @@ def test_requirement_missing_from_an_index_is_a_spec_error(index: str, tmp_path:
         do_provision(f"pip:torch==2.9.0@@{index}", tmp_path / "cache", tmp_path / "log")
 
 
+def _site_file(env: TorchEnv, rel: str) -> Path:
+    return env.torch_dir.parent / rel
+
+
 @pytest.mark.slow
-def test_uv_builds_the_env_when_on_path(
-    index: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tools = tmp_path / "uv-tool"
-    got_uv = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(tools), "uv"],
-        capture_output=True,
-        text=True,
+def test_uv_hard_links_envs_from_the_shared_package_cache(index: str, tmp_path: Path) -> None:
+    packages = tmp_path / "packages"  # one cache for two workers' cache dirs
+    first = provision(
+        parse_spec("nightly", nightly_index_url=index), tmp_path / "w1", LogSink(tmp_path / "1.log"),
+        package_cache=packages,
     )
-    if got_uv.returncode != 0:
-        pytest.skip(f"uv is not installable here: {got_uv.stderr[-300:]}")
-    monkeypatch.setenv("PATH", f"{tools / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    cache = tmp_path / "cache"
-    env = do_provision("nightly", cache, tmp_path / "uv.log", nightly_index_url=index)
-    assert env.version == NEW_NIGHTLY
-    log = (tmp_path / "uv.log").read_text()
-    assert f"$ uv venv --seed --python {sys.executable}" in log
-    assert "$ uv pip install --python" in log
-    assert (cache / "uv").is_dir()  # uv's shared package cache
+    log = (tmp_path / "1.log").read_text()
+    assert "installing with uv" in log and "venv --python" in log
+    assert "--link-mode hardlink" in log
+    version_py = _site_file(first, "torch/version.py")
+    # Linked from the package cache, and read-only: writing it would write the cache.
+    assert version_py.stat().st_nlink >= 2
+    assert any(p.stat().st_ino == version_py.stat().st_ino
+               for p in (packages / "uv").rglob("version.py") if "torch" in p.parts)
+    assert version_py.stat().st_mode & 0o222 == 0
+    assert (tmp_path / "w1" / "envs" / f"{first.env_key}.manifest.json").is_file()
     # Seeded with pip: recipes run `{python} -m pip install ...`.
-    subprocess.run([str(env.python), "-m", "pip", "--version"], check=True, capture_output=True)
-    subprocess.run([str(env.python), "-c", "import pytest_timeout, setuptools"], check=True)
+    subprocess.run([str(first.python), "-m", "pip", "--version"], check=True, capture_output=True)
+    subprocess.run([str(first.python), "-c", "import pytest_timeout, setuptools"], check=True)
+
+    # A second worker's env of the same torch: the same inodes, nothing fetched again.
+    second = provision(
+        parse_spec("nightly", nightly_index_url=index), tmp_path / "w2", LogSink(tmp_path / "2.log"),
+        package_cache=packages,
+    )
+    assert second.python != first.python
+    assert _site_file(second, "torch/version.py").stat().st_ino == version_py.stat().st_ino
+
+
+@pytest.mark.slow
+def test_pip_is_the_fallback_installer(index: str, tmp_path: Path) -> None:
+    env = provision(
+        parse_spec("nightly", nightly_index_url=index), tmp_path / "cache",
+        LogSink(tmp_path / "pip.log"), installer=Installer("pip", tmp_path / "packages"),
+    )
+    assert env.version == NEW_NIGHTLY
+    log = (tmp_path / "pip.log").read_text()
+    assert "installing with pip" in log and "-m pip install" in log
+    assert _site_file(env, "torch/version.py").stat().st_nlink == 1  # a copy of its own
+
+
+@pytest.mark.slow
+def test_a_tampered_env_is_rebuilt_not_reused(index: str, tmp_path: Path) -> None:
+    cache, packages = tmp_path / "cache", tmp_path / "packages"
+    spec = parse_spec("nightly", nightly_index_url=index)
+    env = provision(spec, cache, LogSink(tmp_path / "1.log"), package_cache=packages)
+    init = _site_file(env, "torch/__init__.py")
+    # Bytecode an interpreter left behind is a cache, not tampering.
+    stray = init.parent / "__pycache__" / "ootci_stray.cpython-311.pyc"
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"\0")
+    reused = provision(spec, cache, LogSink(tmp_path / "2.log"), package_cache=packages)
+    assert reused == env and "reusing env" in (tmp_path / "2.log").read_text()
+    assert not stray.exists()
+
+    # A startup hook dropped into site-packages, and torch itself rewritten in place (through
+    # the hard link: the package cache's file changes with it).
+    (init.parent.parent / "zz_evil.pth").write_text("import sys; print('TAMPERED')\n")
+    init.chmod(0o644)
+    with init.open("a") as f:
+        f.write("print('TAMPERED')\n")
+    rebuilt = provision(spec, cache, LogSink(tmp_path / "3.log"), package_cache=packages)
+    log = (tmp_path / "3.log").read_text()
+    assert "changed since it was made, rebuilding it" in log
+    assert "added lib/" in log and "zz_evil.pth" in log and "changed lib/" in log
+    assert "--no-cache" in log  # past the package cache whose file was rewritten
+    assert rebuilt.version == env.version
+    out = subprocess.run([str(rebuilt.python), "-c", "import torch"], capture_output=True,
+                         text=True, check=True)
+    assert "TAMPERED" not in out.stdout
+    assert not (init.parent.parent / "zz_evil.pth").exists()
+
+
+@pytest.mark.slow
+def test_a_torch_that_does_not_import_is_torch_unusable_with_its_innermost_error(
+    tmp_path: Path,
+) -> None:
+    wheel = build_wheel(tmp_path, "2.14.0.dev20261126+cpu", "b" * 40, {}, init=BROKEN_INIT)
+    with pytest.raises(TorchUnusable) as info:
+        do_provision(f"wheel:{wheel}", tmp_path / "cache", tmp_path / "log")
+    assert info.value.kind == "upstream"
+    assert info.value.innermost == "ModuleNotFoundError: No module named 'torch._C_missing'"
+    log = (tmp_path / "log").read_text()
+    assert ("ootci: torch itself does not import (TORCH_DEVICE_BACKEND_AUTOLOAD=0): "
+            "ModuleNotFoundError: No module named 'torch._C_missing'") in log
+    assert not any((tmp_path / "cache" / "envs").glob("*/bin"))  # nothing half-made kept

@@ -233,3 +233,79 @@ def test_hostile_backend_is_contained(
 
 def _env_lines(log: str) -> str:
     return "\n".join(line for line in log.splitlines() if line.startswith("env "))
+
+
+TAMPERER = Path(__file__).resolve().parents[1] / "fixtures" / "backends" / "tamperer"
+VICTIM_TEST = """\
+import os
+
+import torch
+
+
+def test_torch_is_as_published():
+    assert not getattr(torch, "TAMPERED", False), torch.__file__
+    assert "TAMPER_MARKER" not in os.environ
+"""
+
+
+def _run(engine: Engine, settings: Settings, name: str, source: Path, spec: str) -> int:
+    with session_scope(engine) as s:
+        run_id = create_run(s, get_or_create_backend(s, name, str(source)), spec, trigger="api").id
+    execute_run(engine, settings, run_id, "w1")
+    return run_id
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox", "no-sandbox"])
+def test_a_backend_that_writes_into_the_torch_env_cannot_reach_the_next_one(
+    sandboxed: bool, world_readable_dir: Path
+) -> None:
+    """The tamperer's build and tests write a marker .pth into every site-packages they see
+    and rewrite torch/__init__.py; the next backend on the same torch sees neither. In the
+    sandbox the shared env is mounted read-only (the writes fail); without it (a root
+    worker writes through any mode), the manifest check finds the change and rebuilds."""
+    if sandboxed:
+        support = sandbox.probe(65534)
+        if not (support.root and support.bwrap):
+            pytest.skip(f"needs root and a working bwrap: {support.describe()}")
+    from tests.support.fake_torch import build_wheel
+    from tests.support.pyonly import write_pyonly_backend
+
+    wheel = build_wheel(world_readable_dir / "wheels", "2.14.0.dev20261126+cpu", "a" * 40, {})
+    spec = f"wheel:{wheel}"
+    tamperer = world_readable_dir / "tamperer"
+    shutil.copytree(TAMPERER, tamperer)
+    victim = write_pyonly_backend(world_readable_dir / "victim", {"test_clean.py": VICTIM_TEST})
+    engine = make_engine(f"sqlite:///{world_readable_dir / 'ootci.db'}")
+    upgrade(engine)
+    settings = Settings(home=world_readable_dir / "ootci-home", database_url="", broker_url="",
+                        sandbox=sandboxed, rerun_failed_tests=False)
+
+    first = _run(engine, settings, "tamperer", tamperer, spec)
+    second = _run(engine, settings, "victim", victim, spec)
+    with Session(engine) as s:
+        runs = {rid: s.get_one(Run, rid) for rid in (first, second)}
+        logs = {rid: {st.name: st.read_log().decode() for st in run.steps}
+                for rid, run in runs.items()}
+        victim_results = list(s.scalars(select(TestResult).where(TestResult.run_id == second)))
+        states = {rid: (run.state, run.error) for rid, run in runs.items()}
+    tampering = logs[first]["build"] + logs[first]["test"]
+    # The tamperer could write its own private env, never the shared one.
+    assert "build: wrote" in tampering, tampering[-3000:]
+    private = str(settings.resolved_work_dir / "runs" / str(first) / "env")
+    shared = str(settings.resolved_cache_dir / "envs")
+    wrote = [line for line in tampering.splitlines() if ": wrote " in line]
+    if sandboxed:
+        assert all(private in line for line in wrote), wrote
+        assert "blocked:" in tampering and "Read-only file system" in tampering
+        assert "reusing env" in logs[second]["provision"]
+    else:
+        assert any(shared in line for line in wrote), wrote
+        assert "changed since it was made, rebuilding it" in logs[second]["provision"]
+    # The victim's run: green, no marker anywhere, its torch as published.
+    assert states[second] == ("passed", None), (states[second], logs[second])
+    assert [r.outcome for r in victim_results] == ["passed"]
+    for text in logs[second].values():
+        assert "TAMPER-MARKER" not in text
+    assert not list(Path(shared).glob("*/lib/*/site-packages/zz_tamper_*.pth"))
+    engine.dispose()

@@ -25,13 +25,24 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
+# A broken nightly: torch itself fails to import, its own error the cause of the one raised.
+BROKEN_INIT = """\
+try:
+    import torch._C_missing
+except ImportError as exc:
+    raise RuntimeError("torch failed to initialise") from exc
+"""
+
+
 def build_wheel(
-    out_dir: Path, version: str, git_version: str, headers: dict[str, str]
+    out_dir: Path, version: str, git_version: str, headers: dict[str, str],
+    init: str = _INIT,
 ) -> Path:
     """``torch-<version>-py3-none-any.whl`` in ``out_dir`` with ``headers`` (paths relative
-    to ``torch/include``)."""
+    to ``torch/include``) and ``init`` as ``torch/__init__.py`` (``BROKEN_INIT``: a torch
+    that does not import)."""
     files: dict[str, bytes] = {
-        "torch/__init__.py": _INIT.encode(),
+        "torch/__init__.py": init.encode(),
         "torch/version.py": (
             f"__version__ = {version!r}\ngit_version = {git_version!r}\ncuda = None\nhip = None\n"
         ).encode(),

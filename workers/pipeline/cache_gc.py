@@ -16,9 +16,12 @@ stay: a process may already hold the path open to wait on it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
+import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,6 +67,21 @@ class GcReport:
     @property
     def freed_bytes(self) -> int:
         return sum(r.size_bytes for r in self.removed)
+
+
+def _rmtree(path: Path) -> None:
+    """Remove ``path``, also where its dirs are read-only (a finished env: envcache.py);
+    a non-root worker cannot unlink inside a dir without its write bit."""
+
+    def writable_and_retry(func: Callable[..., object], failed: str, _exc: object) -> None:
+        parent = os.path.dirname(failed)
+        os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR)
+        if os.path.isdir(failed) and not os.path.islink(failed):
+            os.chmod(failed, os.stat(failed).st_mode | stat.S_IWUSR)
+        with contextlib.suppress(OSError):
+            func(failed)
+
+    shutil.rmtree(path, onerror=writable_and_retry)
 
 
 def _last_used(entry: Path) -> float:
@@ -133,7 +151,9 @@ def collect_garbage(
             removed_env_keys.add(env.name)
             if not dry_run:
                 log(f"ootci gc: removing env {env}")
-                shutil.rmtree(env, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    _rmtree(env)
+                (env.parent / f"{env.name}.manifest.json").unlink(missing_ok=True)
 
     builds = _builds(cache_dir)
     # The build dirs of a removed env go with it.

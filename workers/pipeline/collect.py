@@ -60,9 +60,21 @@ def _step(run: Run, name: StepName) -> Step | None:
 
 
 def _classified_failures(
-    run: Run, build: StepOutcome, tests: TestRunOutcome | None, own: frozenset[str]
+    run: Run,
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    own: frozenset[str],
+    provision: StepOutcome | None = None,
 ) -> list[tuple[Failure, Finding | None]]:
     found: list[tuple[Failure, Finding | None]] = []
+    if provision is not None and provision.status is not StepStatus.PASSED:
+        # torch itself does not import (the only provision failure that reaches collect).
+        finding = classify_log(_read_log(_step(run, StepName.PROVISION)), Stage.PROVISION)
+        found.append((_failure(run.id, StepName.PROVISION, Stage.PROVISION, None, finding,
+                               provision), finding))
+        return found
+    if build is None:
+        return found
     if build.status is not StepStatus.PASSED:
         finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD)
         found.append((_failure(run.id, StepName.BUILD, Stage.BUILD, None, finding, build), finding))
@@ -138,14 +150,17 @@ def _evidence(failure: Failure, run: Run, baseline: Baseline, flaky: set[str]) -
 def collect(
     session: Session,
     run: Run,
-    build: StepOutcome,
+    build: StepOutcome | None,
     tests: TestRunOutcome | None,
     settings: Settings,
     note: Callable[[str], None],
+    *,
+    provision: StepOutcome | None = None,
 ) -> RunState:
-    """Classify, triage and group the run's failures; return the state the run ends in."""
+    """Classify, triage and group the run's failures; return the state the run ends in.
+    ``build`` is None when the ``provision`` step failed (torch itself does not import)."""
     own = backend_packages(session.get_one(Backend, run.backend_id).name)
-    pairs = _classified_failures(run, build, tests, own)
+    pairs = _classified_failures(run, build, tests, own, provision)
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
     baseline = baseline_for(session, run, list(settings.pins))
     verdicts: list[TriageVerdict] = []
@@ -168,7 +183,8 @@ def collect(
     run.verdict_reason = overall.reason if overall else None
 
     touched = record_occurrences(session, run, [f for f, _ in pairs])
-    observed = {Stage.BUILD.value} if build.status is StepStatus.PASSED else set()
+    built = build is not None and build.status is StepStatus.PASSED
+    observed = {Stage.BUILD.value} if built else set()
     if tests is not None and tests.step.status is not StepStatus.ERRORED:
         observed |= {Stage.IMPORT.value, Stage.TEST.value}
     resolved = resolve_fixed(
@@ -187,7 +203,9 @@ def collect(
     real = [v for v in verdicts if v.category is not Category.FLAKE]
     if not real:
         state = RunState.PASSED
-    elif all(v.category is Category.INFRA for v in real) or build.status is StepStatus.ERRORED:
+    elif all(v.category is Category.INFRA for v in real) or (
+        build is not None and build.status is StepStatus.ERRORED
+    ):
         state = RunState.ERRORED
     else:
         state = RunState.FAILED

@@ -60,6 +60,7 @@ from workers.pipeline.provision import provision
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.resolve import parse_spec
+from workers.pipeline.run_env import private_env
 from workers.pipeline.sandbox import (
     StepSandbox,
     probe,
@@ -78,6 +79,7 @@ from workers.pipeline.types import (
     StepOutcome,
     TestRunOutcome,
     TorchEnv,
+    TorchUnusable,
 )
 
 log = logging.getLogger(__name__)
@@ -433,6 +435,12 @@ def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
 
     _collect_cache_garbage(ctx)
     env = _provision_step(ctx, spec_text)
+    if isinstance(env, StepOutcome):  # torch itself does not import: nothing to build
+        with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
+            run = s.get_one(Run, ctx.run_id)
+            state = collect.collect(s, run, None, None, settings, sink.write, provision=env)
+            run.transition(state)
+        return state
     build_dir = _build_dir(ctx, recipe, env, tree.key)
     stamp(build_dir)
     build_outcome = _build_step(ctx, recipe, env, build_dir)
@@ -469,9 +477,11 @@ def _collect_cache_garbage(ctx: _RunContext) -> None:
         )
 
 
-def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
+def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv | StepOutcome:
+    """The run's private env over the shared base env of its torch; the failed step's
+    outcome when torch itself does not import (upstream's break, classified by collect)."""
     settings = ctx.settings
-    with ctx.step(StepName.PROVISION) as (sink, _):
+    with ctx.step(StepName.PROVISION) as (sink, outcomes):
         spec = parse_spec(
             spec_text,
             nightly_index_url=settings.nightly_index_url,
@@ -480,11 +490,19 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv:
         if spec.kind is SourceKind.RUN:
             spec = _pinned_to_recorded_wheel(ctx, spec, sink)
         committed = commit_date(settings, spec.commit, sink) if spec.kind is SourceKind.COMMIT else None
-        env = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed)
-        sink.write(f"ootci: torch {env.version} ({env.git_version}) at {env.torch_dir}\n")
+        try:
+            base = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed,
+                             package_cache=settings.resolved_package_cache_dir)
+        except TorchUnusable as exc:
+            sink.write(f"ootci: {exc}\n")
+            outcomes.append(StepOutcome(OutcomeStatus.FAILED, None, str(exc)[:2000], sink.path))
+            return outcomes[-1]
+        sink.write(f"ootci: torch {base.version} ({base.git_version}) at {base.torch_dir}\n")
+        env = private_env(base, ctx.run_dir)
+        sink.write(f"ootci: the run's own env {_venv_dir(env)} over {_venv_dir(base)} (read-only)\n")
         with session_scope(ctx.engine) as s:
-            tb = collect.upsert_torch_build(s, env)
-            record_artifact(tb, env.artifact_url, env.artifact_sha256)
+            tb = collect.upsert_torch_build(s, base)
+            record_artifact(tb, base.artifact_url, base.artifact_sha256)
             s.get_one(Run, ctx.run_id).torch_build_id = tb.id
     return env
 
@@ -514,6 +532,14 @@ def _venv_dir(env: TorchEnv) -> Path:
     return env.python.parent.parent  # <venv>/bin/python
 
 
+def _shared(ctx: _RunContext, env: TorchEnv) -> list[Path]:
+    """What no step of a run may write: every cached torch env (and its manifest), the
+    package cache they are hard-linked from, and what the run's env overlays."""
+    settings = ctx.settings
+    return [settings.resolved_cache_dir / "envs", settings.resolved_package_cache_dir,
+            *env.base_dirs]
+
+
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
     policy = ctx.child_policy
     # ccache keeps its default, machine-wide dir: every env and build dir shares it.
@@ -522,11 +548,12 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
     with ctx.step(StepName.BUILD) as (sink, outcomes):
         sandbox = sandbox_for_build(
             ctx.settings,
-            # The build still installs into the shared torch env; the source tree is the
-            # run's own copy (source_tree.py), not the registered one.
+            # The build installs into the run's private env, never into the shared base, from
+            # the run's own copy of the source (source_tree.py), never the registered tree.
             writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
             visible=[*env.pythonpath, ctx.run_dir],
             watched=own,
+            read_only=_shared(ctx, env),
         )
         outcome = build(
             recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
@@ -545,10 +572,11 @@ def _test_step(
             ctx.settings,
             writable=own,
             visible=[
-                _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
-                ctx.run_dir,
+                _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
+                PLUGIN_DIR, ctx.run_dir,
             ],
             watched=own,
+            read_only=_shared(ctx, env),
         )
         result = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox) or run_tests(
             recipe,

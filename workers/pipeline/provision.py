@@ -7,6 +7,12 @@ two specs that resolve to the same wheel share it. The env's torch is installed 
 resolved URL itself, so what was resolved is what gets installed. ``installed`` and
 ``path:<dir>`` get a thin venv over ootci's own packages (``path:`` keyed by the tree's file
 stats).
+
+Every env here is a shared base: installed by ``installer.py`` (uv, hard links from the
+package cache; pip when uv is missing), then read-only with a manifest that is verified
+before each reuse (``envcache.py``: a tampered env is rebuilt, never used). Runs build and
+test in a private venv over it (``run_env.py``). A torch that does not import in its fresh
+env is ``TorchUnusable`` (upstream's break, never retried), its innermost error in the log.
 """
 
 from __future__ import annotations
@@ -15,22 +21,28 @@ import datetime as dt
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import platform
-import shutil
 import site
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import asdict
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from service.domain.torch_spec import SourceKind, TorchSpec
+from workers.pipeline import envcache
 from workers.pipeline.cache_gc import stamp
+from workers.pipeline.import_probe import decisive_text, probe_import, without_autoload
+from workers.pipeline.installer import Installer
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.procs import child_env, run_streaming
 from workers.pipeline.resolve import Artifact, resolve
-from workers.pipeline.types import ProvisionError, SpecError, TorchEnv
+from workers.pipeline.types import ProvisionError, SpecError, TorchEnv, TorchUnusable
 
 # What every backend suite can count on besides torch.
 TEST_TOOLS = ("numpy", "expecttest", "pytest", "pytest-timeout")
@@ -46,25 +58,34 @@ _PROBE = (
 
 
 # ---------------------------------------------------------------------------- probing
-def _probe(python: Path, pythonpath: tuple[Path, ...], what: str) -> dict[str, str]:
-    """Import torch with ``python`` and return its version, git_version and file."""
+def _probe(
+    python: Path, pythonpath: tuple[Path, ...], what: str, log: LogSink | None = None
+) -> dict[str, str]:
+    """Import torch with ``python`` and return its version, git_version and file. A torch
+    that does not import is ``TorchUnusable``, with the innermost error of the import (asked
+    again through ``import_probe``, from a neutral dir) written to ``log``."""
+    # Autoloaded device backends are not what is being asked about, and one that is broken
+    # against this torch must not hide the torch's own version.
+    environ = child_env({"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, pythonpath_front=pythonpath)
     try:
         proc = subprocess.run(
-            [str(python), "-c", _PROBE],
-            # Autoloaded device backends are not what is being asked about, and one that is
-            # broken against this torch must not hide the torch's own version.
-            env=child_env({"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, pythonpath_front=pythonpath),
-            capture_output=True,
-            text=True,
-            timeout=600,
+            [str(python), "-c", _PROBE], env=environ, capture_output=True, text=True, timeout=600
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
     for line in proc.stdout.splitlines():
         if line.startswith("OOTCI_TORCH="):
             return dict(json.loads(line.removeprefix("OOTCI_TORCH=")))
-    tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-    raise ProvisionError(f"torch does not import for {what} ({python}):\n{tail}")
+    with tempfile.TemporaryDirectory(prefix="ootci-probe-") as neutral:
+        try:
+            result = probe_import(python, "torch", without_autoload(environ), Path(neutral))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
+    text = decisive_text(result, torch_itself=True)
+    if log is not None:
+        log.write(text)
+    innermost = result.innermost or f"the interpreter exited with {result.returncode}"
+    raise TorchUnusable(f"torch does not import for {what} ({python}): {innermost}", innermost)
 
 
 def _python_identity() -> dict[str, str]:
@@ -104,32 +125,40 @@ def _env(
 
 
 # ---------------------------------------------------------------------------- venvs
-def _installer() -> str:
-    return "uv" if shutil.which("uv") else "pip"
+def _pinned(artifact: Artifact, installer: Installer) -> str:
+    """The requirement that installs exactly the resolved bytes. The hash rides on the URL,
+    so the installer refuses other bytes; uv takes no fragment on a file URL, so a local
+    wheel is hashed again here, just before uv reads it."""
+    if not artifact.sha256:
+        return artifact.url
+    if installer.uv is not None and artifact.url.startswith("file:"):
+        path = Path(urllib.request.url2pathname(urllib.parse.urlparse(artifact.url).path))
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != artifact.sha256:
+            raise ProvisionError(f"{path} changed since it was resolved (sha256 differs)")
+        return str(path)
+    return f"{artifact.url}#sha256={artifact.sha256}"
 
 
 def _create_venv(
-    venv: Path, artifact: Artifact, extra_index: str, cache_dir: Path, log: LogSink
+    venv: Path, artifact: Artifact, extra_index: str, installer: Installer, log: LogSink,
+    *, fresh: bool = False,
 ) -> Path:
     python = venv / "bin" / "python"
-    if _installer() == "uv":
-        overrides = {"UV_CACHE_DIR": str(cache_dir / "uv")}
-        # --seed: recipes run `{python} -m pip install ...`, so the venv needs pip.
-        create = ["uv", "venv", "--seed", "--python", sys.executable, str(venv)]
-        install = ["uv", "pip", "install", "--python", str(python)]
-    else:
-        overrides = {"PIP_CACHE_DIR": str(cache_dir / "pip")}
-        create = [sys.executable, "-m", "venv", str(venv)]
-        install = [str(python), "-m", "pip", "install", "--disable-pip-version-check"]
-    if extra_index:
-        install += ["--extra-index-url", extra_index]
-    # The hash rides on the URL, so the installer refuses other bytes than were resolved.
-    pinned = f"{artifact.url}#sha256={artifact.sha256}" if artifact.sha256 else artifact.url
-    install += [pinned, *TEST_TOOLS, *BUILD_TOOLS]
-    environ = child_env(overrides)
+    create = installer.create_venv(venv)
+    install = installer.install(
+        python, [_pinned(artifact, installer), *TEST_TOOLS, *BUILD_TOOLS], extra_index, fresh=fresh
+    )
+    environ = child_env(installer.environ())
     environ.pop("PYTHONPATH", None)  # the venv must see its own site-packages only
+    log.write(f"ootci: installing with {installer.name} (package cache {installer.cache_dir})")
     for cmd, what in ((create, "create the venv"), (install, "install torch")):
-        result = run_streaming(cmd, cwd=cache_dir, env=environ, log=log, timeout_s=PIP_TIMEOUT_S)
+        result = run_streaming(
+            cmd, cwd=venv.parent, env=environ, log=log, timeout_s=PIP_TIMEOUT_S
+        )
         if result.returncode != 0:
             raise ProvisionError(
                 f"could not {what} for torch {artifact.version}: "
@@ -139,7 +168,35 @@ def _create_venv(
     return python
 
 
-def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: LogSink) -> TorchEnv:
+def _reusable(venv: Path, log: LogSink) -> bool | None:
+    """Whether the finished env at ``venv`` is what it was made as (``envcache.verify``):
+    True, False when there is none, None when it was tampered with (logged and removed, to
+    be rebuilt past the package cache its files were linked from)."""
+    if not (venv / MARKER).is_file():
+        return False
+    verdict = envcache.verify(venv)
+    if verdict.intact:
+        if verdict.removed_bytecode:
+            log.write(f"ootci: removed {verdict.removed_bytecode} stray bytecode files from {venv}")
+        return True
+    log.write(
+        f"ootci: env {venv} changed since it was made, rebuilding it: {'; '.join(verdict.changes)}"
+    )
+    logging.getLogger(__name__).warning("tampered torch env %s: %s", venv, verdict.changes)
+    envcache.remove(venv)
+    return None
+
+
+def _seal(venv: Path) -> None:
+    """Finish an env: stamped, read-only, its manifest recorded (envcache.py)."""
+    stamp(venv)
+    envcache.make_read_only(venv)
+    envcache.record(venv)
+
+
+def _provision_venv(
+    spec: TorchSpec, artifact: Artifact, cache_dir: Path, installer: Installer, log: LogSink
+) -> TorchEnv:
     key = _key(name=artifact.name, version=artifact.version, sha256=artifact.sha256 or artifact.url)
     envs = cache_dir / "envs"
     envs.mkdir(parents=True, exist_ok=True)
@@ -148,24 +205,36 @@ def _provision_venv(spec: TorchSpec, artifact: Artifact, cache_dir: Path, log: L
     with (envs / f"{key}.lock").open("a") as lock:
         # Two workers provisioning the same torch: the second waits and then reuses.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.is_file():
+        reusable = _reusable(venv, log)
+        if reusable:
             recorded = json.loads(marker.read_text())
             log.write(f"ootci: reusing env {venv} (torch {recorded['version']})")
             stamp(venv)
             return _env(spec, venv / "bin" / "python", recorded, key, artifact=artifact)
         if venv.exists():
             log.write(f"ootci: removing incomplete env {venv}")
-            shutil.rmtree(venv)
+            envcache.remove(venv)
         started = time.monotonic()
+        # Bytecode compiled by the first env of this key, shared through the package cache.
+        bytecode = installer.package_cache / "bytecode" / key
         try:
-            python = _create_venv(venv, artifact, spec.index_url, cache_dir, log)
-            probe = _probe(python, (), spec.text)
+            python = _create_venv(
+                venv, artifact, spec.index_url, installer, log, fresh=reusable is None
+            )
+            if reusable is not None:  # a tampered env's bytecode store is not trusted
+                linked = envcache.adopt_bytecode(venv, bytecode)
+                if linked:
+                    log.write(f"ootci: linked {linked} compiled modules from {bytecode}")
+            probe = _probe(python, (), spec.text, log)
         except BaseException:
-            shutil.rmtree(venv, ignore_errors=True)
+            envcache.remove(venv)
             raise
         # Written last: its presence is what makes the env reusable.
         marker.write_text(json.dumps({**probe, "artifact": asdict(artifact), "spec": spec.text}))
-        stamp(venv)
+        _seal(venv)
+        if reusable is None:
+            envcache.remove(bytecode)
+        envcache.share_bytecode(venv, bytecode)
         log.write(
             f"ootci: provisioned torch {probe['version']} in {time.monotonic() - started:.0f} s"
         )
@@ -200,11 +269,11 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
     python = venv / "bin" / "python"
     with (envs / f"{key}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / MARKER).is_file():
+        if _reusable(venv, log):
             log.write(f"ootci: reusing overlay env {venv}")
             stamp(venv)
             return python
-        shutil.rmtree(venv, ignore_errors=True)
+        envcache.remove(venv)
         environ = child_env({})
         environ.pop("PYTHONPATH", None)
         cmd = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
@@ -226,13 +295,23 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
             "".join(f"import site; site.addsitedir({p!r})\n" for p in base)
         )
         (venv / MARKER).write_text(json.dumps({"kind": "overlay", "base": base}))
-        stamp(venv)
+        _seal(venv)
     return python
 
 
 def provision(
-    spec: TorchSpec, cache_dir: Path, log: LogSink, *, commit_date: dt.date | None = None
+    spec: TorchSpec,
+    cache_dir: Path,
+    log: LogSink,
+    *,
+    commit_date: dt.date | None = None,
+    package_cache: Path | None = None,
+    installer: Installer | None = None,
 ) -> TorchEnv:
+    """The base env of ``spec``: shared, read-only, verified on reuse. A run builds and
+    tests in a private overlay of it (``run_env.private_env``). ``package_cache`` is the
+    installer's (``Settings.package_cache_dir``), default ``<cache_dir>/packages``;
+    ``installer`` defaults to uv when there is one, else pip."""
     cache_dir = Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: provisioning torch for {spec.text!r}")
@@ -248,14 +327,15 @@ def provision(
             kind="installed", prefix=sys.prefix, version=probe["version"], git=probe["git_version"]
         )
         # Building a backend must not install it into ootci's own environment.
-        return _env(spec, _overlay_venv(cache_dir, key, log), probe, key)
+        own = tuple(Path(p) for p in site.getsitepackages() if Path(p).is_dir())
+        return replace(_env(spec, _overlay_venv(cache_dir, key, log), probe, key), base_dirs=own)
     if spec.kind == SourceKind.PATH:
         root = Path(spec.location).expanduser().resolve()
         if not (root / "torch" / "__init__.py").is_file():
             raise SpecError(
                 f"torch spec {spec.text!r}: {root} is not a torch install (no torch/__init__.py)"
             )
-        probe = _probe(Path(sys.executable), (root,), spec.text)
+        probe = _probe(Path(sys.executable), (root,), spec.text, log)
         if not Path(probe["file"]).resolve().is_relative_to(root):
             raise ProvisionError(f"{root}: PYTHONPATH did not win, torch came from {probe['file']}")
         key = _key(
@@ -273,4 +353,5 @@ def provision(
             "recorded (pinned_to_artifact)"
         )
     artifact = resolve(spec, cache_dir, log, commit_date=commit_date)
-    return _provision_venv(spec, artifact, cache_dir, log)
+    installer = installer or Installer.detect(Path(package_cache or cache_dir / "packages").resolve())
+    return _provision_venv(spec, artifact, cache_dir, installer, log)

@@ -6,8 +6,8 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
   size, CPU time. RLIMIT_NPROC binds only a non-root uid: the kernel exempts uid 0.
 - an unprivileged uid: a worker running as root starts the test step as
   ``Settings.sandbox_uid`` (nobody, via ``setpriv``), so it cannot read root's files. The
-  build step keeps the worker's uid until a run gets a private torch env and source copy
-  (issue #14 item 2): today it installs into the shared env.
+  build step keeps the worker's uid: it installs into the run's private torch env
+  (``run_env.py``), and the shared base envs are mounted read-only (``read_only``).
 - bubblewrap (``bwrap``, Debian's ``bubblewrap``): pid and IPC namespaces (and a user
   namespace when the worker is not root; under root every capability is dropped) with a
   fresh /proc (the worker's processes are invisible), the worker's HOME, ootci's home and
@@ -220,6 +220,9 @@ class StepSandbox:
     visible: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     watched: tuple[Path, ...] = ()
+    # Mounted read-only whatever the root is: the shared torch envs and package cache a
+    # run's private env overlays (issue #14 item 2). ``writable`` paths inside stay writable.
+    read_only: tuple[Path, ...] = ()
     # Switch to this uid (with ``setpriv``) before running the command.
     uid: int | None = None
     setpriv: str | None = None
@@ -276,6 +279,7 @@ class StepSandbox:
         for path in self.hidden:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         rebound = [p for p in self.visible if p.exists() and self._under_hidden(p)]
+        rebound += [p for p in self.read_only if p.exists() and p not in rebound]
         # bwrap would create the dirs leading to a path bound back into a hidden dir 0700:
         # the sandbox uid could not reach it.
         made: set[Path] = set()
@@ -325,6 +329,8 @@ class StepSandbox:
                 parts.append("hidden: " + ", ".join(map(str, self.hidden)))
             if self.read_only_root:
                 parts.append("read-only root, writable: " + ", ".join(map(str, self.writable)))
+            if self.read_only:
+                parts.append("read-only: " + ", ".join(map(str, self.read_only)))
         if self.network:
             parts.append("network on")
         elif self.bwrap is not None:
@@ -415,10 +421,10 @@ def _own_interpreter() -> tuple[Path, ...]:
 
 def sandbox_for_build(
     settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
-    watched: Sequence[Path],
+    watched: Sequence[Path], read_only: Sequence[Path] = (),
 ) -> StepSandbox:
-    """The build step: limits, namespaces, hidden homes; network on, the worker's uid (it
-    still installs into the shared torch env and builds in the registered tree)."""
+    """The build step: limits, namespaces, hidden homes, the shared torch envs read-only;
+    network on, the worker's uid (it installs into the run's private env)."""
     if not settings.sandbox:
         return StepSandbox.off("OOTCI_SANDBOX=false")
     support = probe(settings.sandbox_uid)
@@ -429,6 +435,7 @@ def sandbox_for_build(
         visible=(*visible, *_own_interpreter()),
         hidden=_hidden_dirs(settings) if support.bwrap else (),
         watched=tuple(watched),
+        read_only=tuple(read_only),
         bwrap=support.bwrap,
         bwrap_userns=support.bwrap_userns,
         network=True,
@@ -438,7 +445,7 @@ def sandbox_for_build(
 
 def sandbox_for_tests(
     settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
-    watched: Sequence[Path],
+    watched: Sequence[Path], read_only: Sequence[Path] = (),
 ) -> StepSandbox:
     """The test step: everything the build step gets, plus no network, a read-only root
     and, under root, the unprivileged sandbox uid when it can read what the step needs."""
@@ -466,6 +473,7 @@ def sandbox_for_tests(
         visible=visible,
         hidden=hidden,
         watched=tuple(watched),
+        read_only=tuple(read_only),
         uid=uid,
         setpriv=support.setpriv,
         bwrap=support.bwrap,

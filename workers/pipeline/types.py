@@ -15,7 +15,8 @@ from service.domain.torch_spec import SourceKind
 
 class PipelineError(Exception):
     """A step could not do its job. ``usage`` errors are the caller's fault (exit 2, nothing
-    stored half-way); ``infra`` errors are the environment's (network, disk, pip)."""
+    stored half-way); ``infra`` errors are the environment's (network, disk, pip);
+    ``upstream`` ones torch's own (``TorchUnusable``)."""
 
     kind = "infra"
 
@@ -36,6 +37,17 @@ class ProvisionError(PipelineError):
     pass
 
 
+class TorchUnusable(ProvisionError):
+    """torch itself does not import in a fresh env (a broken nightly): upstream's break, not
+    the machine's, so never retried. ``innermost`` is the innermost error of the import."""
+
+    kind = "upstream"
+
+    def __init__(self, message: str, innermost: str) -> None:
+        super().__init__(message)
+        self.innermost = innermost
+
+
 @dataclass(frozen=True)
 class TorchEnv:
     """A provisioned PyTorch: the interpreter to use and what torch it imports."""
@@ -52,6 +64,9 @@ class TorchEnv:
     # The exact wheel installed (URL or file URI, sha256); empty for installed and path:.
     artifact_url: str = ""
     artifact_sha256: str = ""
+    # What this env sees but must never write: the shared base env a run's private env
+    # overlays (``run_env.py``), and for ``installed`` ootci's own site-packages.
+    base_dirs: tuple[Path, ...] = ()
 
     def environ(self) -> dict[str, str]:
         """Environment variables a subprocess needs to see this torch."""

@@ -96,3 +96,16 @@ def test_run_verdict_order_and_empty_run() -> None:
                 TriageVerdict(worse, Subtype.GENERIC, "w")]
         got = run_verdict(pair)
         assert got is not None and got.category is worse
+
+
+TORCH_ITSELF = ("ootci: torch itself does not import (TORCH_DEVICE_BACKEND_AUTOLOAD=0): "
+                "ModuleNotFoundError: No module named 'torch._C'")
+
+
+def test_a_torch_that_does_not_import_at_provision_is_upstream_without_any_history() -> None:
+    verdict = triage(_finding(TORCH_ITSELF, Stage.PROVISION), TriageEvidence())
+    assert (verdict.category, verdict.subtype) == (Category.UPSTREAM, Subtype.TORCH_UNUSABLE)
+    assert "torch._C" in verdict.reason
+    # In the test step the backend has run (its conftest, autoload): history still decides.
+    in_tests = triage(_finding(TORCH_ITSELF, Stage.IMPORT), TriageEvidence())
+    assert in_tests.category is Category.UNKNOWN
