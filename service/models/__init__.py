@@ -4,8 +4,8 @@ from service.domain.states import Outcome, RunState, StepName, StepStatus
 from service.models.backend import Backend, BackendChange
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
-from service.models.log_chunk import LogChunk
 from service.models.conformance import ConformanceResult
+from service.models.log_chunk import LogChunk
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
 from service.models.pin_report import PinReport
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult

@@ -23,8 +23,8 @@ from sqlalchemy import Engine, delete
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session
 
-from service.commands.log_chunks import drop_log_chunks
 from service.commands.conformance import record_conformance
+from service.commands.log_chunks import drop_log_chunks
 from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
 from service.commands.torch_builds import record_artifact
 from service.config import Settings
