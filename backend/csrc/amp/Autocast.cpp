@@ -10,13 +10,17 @@
 namespace openreg::amp {
 namespace {
 
-// The op lists name these types unqualified, as inside namespace at (torch 2.9's
-// redispatch list names DimnameList too).
-using at::DimnameList;
+// The op lists name these types unqualified, as inside namespace at.
 using at::IntArrayRef;
 using at::Scalar;
 using at::ScalarType;
 using at::Tensor;
+// COMPAT(named tensors): torch 2.9's redispatch list has sum.dim_DimnameList; releases
+// without named tensors have neither that entry nor ATen/core/Dimname.h, so the header's
+// presence is the feature test. CAN REMOVE when MIN_SUPPORTED has no named tensors.
+#if __has_include(<ATen/core/Dimname.h>)
+using at::DimnameList;
+#endif
 
 // [autocast-fallthrough]
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
