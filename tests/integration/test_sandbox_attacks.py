@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -27,7 +31,7 @@ from service.api.app import create_app
 from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import make_engine, session_scope
-from service.dispatch import InProcessDispatcher
+from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
 from workers.pipeline import sandbox
@@ -157,6 +161,16 @@ def test_hostile_backend_is_contained(
     assert not worker.is_alive(), "the worker hung on the hostile backend"
     elapsed = time.monotonic() - started
 
+    assert outcome == ["failed"], outcome
+    _assert_contained(engine, settings, run_id, listener, elapsed)
+    engine.dispose()
+
+
+def _assert_contained(
+    engine: Engine, settings: Settings, run_id: int, listener: _Listener, elapsed: float,
+    extra_needles: list[str] | None = None,
+) -> None:
+    """What a contained hostile run looks like, however it was executed."""
     with Session(engine) as s:
         run = s.get_one(Run, run_id)
         logs = {st.name: st.read_log().decode() for st in run.steps}
@@ -169,7 +183,7 @@ def test_hostile_backend_is_contained(
             for f in s.scalars(select(Failure).where(Failure.run_id == run_id))
         }
         state, error = run.state, run.error
-    assert outcome == ["failed"], (outcome, error, logs.get("test", "")[-3000:])
+    assert state == "failed", (state, error, logs.get("test", "")[-3000:])
     assert results, logs.get("test", "")[-3000:]
 
     # The sandbox said what it is.
@@ -223,12 +237,10 @@ def test_hostile_backend_is_contained(
                   client.get(f"/api/runs/{run_id}/tests", headers=headers).text]
         served += [client.get(f"/api/runs/{run_id}/steps/{name}/log").text for name in logs]
     assert f'"id":{run_id}' in served[0]
-    for needle in NEEDLES:
+    for needle in [*NEEDLES, *(extra_needles or [])]:
         assert needle not in stored, needle
         for page in served:
             assert needle not in page, needle
-    assert state == "failed"
-    engine.dispose()
 
 
 def _env_lines(log: str) -> str:
@@ -308,4 +320,90 @@ def test_a_backend_that_writes_into_the_torch_env_cannot_reach_the_next_one(
     for text in logs[second].values():
         assert "TAMPER-MARKER" not in text
     assert not list(Path(shared).glob("*/lib/*/site-packages/zz_tamper_*.pth"))
+    engine.dispose()
+
+
+CELERY_REDIS_URL = "redis://127.0.0.1:6379/14"
+
+
+def test_hostile_backend_is_contained_under_a_celery_worker(
+    fresh_postgres_url: str, world_readable_dir: Path
+) -> None:
+    """The production shape: a Celery worker process whose environment holds the
+    deployment's secrets (its database URL with a password in it) executes the hostile run
+    it took from Redis; the same containment holds."""
+    support = sandbox.probe(65534)
+    if not (support.rlimits and support.root and support.bwrap and support.setpriv):
+        pytest.skip(f"needs root and a working bwrap for the full sandbox: {support.describe()}")
+    broker = redis.Redis.from_url(CELERY_REDIS_URL)
+    try:
+        broker.ping()
+    except redis.ConnectionError:
+        pytest.skip("Redis is not running")
+    broker.flushdb()
+    worker_home = world_readable_dir / "worker-home"
+    worker_home.mkdir()
+    (worker_home / ".netrc").write_text(f"machine github.com login ootci password {NETRC_PASSWORD}\n")
+    (worker_home / ".netrc").chmod(0o600)
+    listener = _Listener()
+    backend = _hostile_backend(world_readable_dir, worker_home, listener.port)
+    # Postgres trusts loopback, so the password is never checked, but it is in the URL the
+    # worker holds: exactly what a build must not see.
+    db_url = fresh_postgres_url.replace("postgres@", "postgres:Db-Pa55w0rd-x7@", 1)
+    home = world_readable_dir / "ootci-home"
+    worker_env = {
+        **os.environ,
+        **SECRETS,
+        "HOME": str(worker_home),
+        "OOTCI_HOME": str(home),
+        "OOTCI_DATABASE_URL": db_url,
+        "OOTCI_BROKER_URL": CELERY_REDIS_URL,
+        "OOTCI_DEFAULT_TORCH": "installed",
+        "OOTCI_RERUN_FAILED_TESTS": "false",
+        "OOTCI_SANDBOX_MAX_PROCESSES": "64",
+        "OOTCI_SANDBOX_FILE_SIZE_MB": "16",
+        "OOTCI_SANDBOX_CPU_TIME_S": "8",
+        "OOTCI_RUN_DISK_BUDGET_MB": "64",
+        "PYTHONUNBUFFERED": "1",
+    }
+    engine = make_engine(db_url)
+    upgrade(engine)
+    with session_scope(engine) as s:
+        run_id = create_run(
+            s, get_or_create_backend(s, "hostile", str(backend)), "installed", trigger="api"
+        ).id
+    worker_log = world_readable_dir / "worker.log"
+    with worker_log.open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+             "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", "hostile@%h",
+             "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=Path(__file__).resolve().parents[2], env=worker_env,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    started = time.monotonic()
+    try:
+        dispatcher = CeleryDispatcher(CELERY_REDIS_URL)
+        dispatcher.enqueue_run(run_id)
+        dispatcher.close()
+        state = ""
+        while time.monotonic() - started < 600:
+            with Session(engine) as s:
+                state = s.get_one(Run, run_id).state
+            if state in ("failed", "passed", "errored"):
+                break
+            assert worker.poll() is None, worker_log.read_text()[-3000:]
+            time.sleep(1)
+        elapsed = time.monotonic() - started
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        listener.close()
+        broker.flushdb()
+    assert state == "failed", (state, worker_log.read_text()[-3000:])
+    settings = Settings(
+        home=home, database_url=db_url, broker_url="",
+        api_token=SECRETS["OOTCI_API_TOKEN"], webhook_secret=SECRETS["OOTCI_WEBHOOK_SECRET"],
+    )
+    _assert_contained(engine, settings, run_id, listener, elapsed, extra_needles=[db_url])
     engine.dispose()
