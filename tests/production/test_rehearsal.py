@@ -251,6 +251,15 @@ def test_push_webhook_build_kill_take_over_verdict(
                every=0.1)
     timeline.mark("test step running (build passed)")
     assert dep.run(run_id)["backend_sha"] == sha
+    # The API shares no disk with the workers (its own home): it follows the running step's
+    # log from the chunks the worker streams into the database.
+    live = wait_until(
+        lambda: "ootci: " in (t := dep.get(f"/api/runs/{run_id}/steps/test/log").text) and t,
+        60, lambda: f"run {run_id}'s running test log through the API\n{dep.tail()}",
+        every=0.2,
+    )
+    assert in_step("test")(), "the log was read after the step, not while it ran"
+    timeline.mark(f"API follows the running test log ({len(live)} bytes so far)")
 
     os.killpg(dep.procs[owner].pid, signal.SIGKILL)
     dep.procs[owner].wait(10)
