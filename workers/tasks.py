@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from service.commands.runs import create_run, plan_rerun, stale_run_ids
 from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
+from service.domain.targets import nightly_targets
 from service.github.reporter import drain_with_settings
 from service.models import Backend, Run, RunState
 from workers.celery_app import app
@@ -125,11 +126,6 @@ def dispatch(run_ids: list[int]) -> None:
         execute.apply_async(args=[run_id])
 
 
-def nightly_specs(pins: list[str]) -> list[str]:
-    """The pins plus the newest nightly, each once, in configured order."""
-    return list(dict.fromkeys([*pins, NIGHTLY]))
-
-
 def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]:
     """Create the night's missing runs; the natural key is backend x spec x night.
 
@@ -154,7 +150,7 @@ def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]
     # Registered backends only (`ootci backend add`): CLI experiments and corpus runs are not
     # the nightly's.
     for backend in session.scalars(select(Backend).where(Backend.nightly).order_by(Backend.name)):
-        for spec in nightly_specs(pins):
+        for spec in nightly_targets(pins):
             if (backend.id, spec) in existing:
                 continue
             run = create_run(

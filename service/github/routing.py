@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from service.commands.runs import RunRequestSpec
 from service.config import Settings
 from service.domain.admission import refusal
+from service.domain.targets import nightly_targets
 from service.domain.torch_spec import TorchSpecError, parse_spec
 from service.github.events import (
     ParsedDelivery,
@@ -126,15 +127,17 @@ def _push(session: Session, settings: Settings, push: PushEvent, info: dict[str,
     rebuild = [b for b in watching if b.ref is None or b.ref == push.branch]
     if not rebuild:
         return Decision(IGNORED, f"push to {push.ref}: the backends track other branches")
+    # The same targets as the nightly: a vendor's push is tested where its next night will be.
+    targets = nightly_targets(settings.pins)
     runs = [
-        RunRequestSpec(b, pin, push_info, backend_sha=push.after)
+        RunRequestSpec(b, spec, push_info, backend_sha=push.after)
         for b in rebuild
-        for pin in settings.pins
+        for spec in targets
     ]
     names = ", ".join(b.name for b in rebuild)
     return Decision(
         QUEUED,
-        f"backend push {push.after[:12]}: rebuild {names} against {len(settings.pins)} pin(s)",
+        f"backend push {push.after[:12]}: rebuild {names} against {', '.join(targets)}",
         runs,
     )
 

@@ -21,7 +21,8 @@ from service.queries.pins import newest_green_builds
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
-from workers.tasks import nightly_specs, plan_nightly
+from service.domain.targets import nightly_targets
+from workers.tasks import plan_nightly
 
 NIGHT = dt.date(2026, 11, 26)
 PINS = ["pip:torch==2.13.0", "pip:torch==2.14.1"]
@@ -38,8 +39,8 @@ def backends(engine: Engine) -> None:
 
 
 def test_nightly_specs_are_the_pins_plus_nightly_once() -> None:
-    assert nightly_specs(PINS) == [*PINS, "nightly"]
-    assert nightly_specs(["nightly", "pip:torch==2.13.0"]) == ["nightly", "pip:torch==2.13.0"]
+    assert nightly_targets(PINS) == [*PINS, "nightly"]
+    assert nightly_targets(["nightly", "pip:torch==2.13.0"]) == ["nightly", "pip:torch==2.13.0"]
 
 
 def test_nightly_plan_creates_backend_x_targets_once_per_night(

@@ -171,6 +171,7 @@ def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
         "OOTCI_API_TOKEN": TOKEN,
         "OOTCI_DEFAULT_TORCH": "installed",
         "OOTCI_PINS": '["installed"]',
+        "OOTCI_NIGHTLY_INDEX_URL": "http://127.0.0.1:9/whl/nightly/cpu",
         "OOTCI_RUN_LEASE_S": str(LEASE_S),
         "OOTCI_RERUN_FAILED_TESTS": "false",
         "PYTHONUNBUFFERED": "1",
@@ -232,8 +233,12 @@ def test_push_webhook_build_kill_take_over_verdict(
     timeline.mark(f"pushed {sha[:12]} to the vendor's repository")
     answer = dep.deliver("push", push_payload(remote, sha))
     assert answer.status_code == 202 and answer.json()["status"] == "queued", answer.text
-    (run_id,) = answer.json()["run_ids"]
-    timeline.mark(f"push webhook accepted: run {run_id} queued")
+    # The nightly's targets: the pin (the rehearsal's torch) and the newest nightly, whose
+    # index this machine cannot reach (that run ends errored-infra; the pin's is followed).
+    queued = {dep.run(i)["torch_spec"]: i for i in answer.json()["run_ids"]}
+    assert sorted(queued) == ["installed", "nightly"], queued
+    run_id = queued["installed"]
+    timeline.mark(f"push webhook accepted: runs {sorted(queued.values())} queued")
 
     first = wait_until(lambda: (r := dep.run(run_id))["state"] == "running" and r, 120,
                        lambda: f"run {run_id} to be claimed\n{dep.tail()}", every=0.1)

@@ -1,5 +1,6 @@
 """/api/backends: registering from a git repository takes the token and a readable source;
-a push to a registered repository queues its pins at the pushed sha; a CLI experiment from
+a push to a registered repository queues its nightly targets (the pins and the newest
+nightly) at the pushed sha; a CLI experiment from
 the same repository is not rebuilt."""
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def test_a_source_that_cannot_be_built_is_422_and_nothing_is_written(
     assert backend_rows(engine) == 0
 
 
-def test_a_push_to_a_registered_repository_queues_its_pins_at_the_pushed_sha(
+def test_a_push_to_a_registered_repository_queues_its_nightly_targets_at_the_pushed_sha(
     client: TestClient, remote: Remote, engine: Engine
 ) -> None:
     body = {"name": "acme", "git": remote.url, "ref": "main", "subdir": "vendor"}
@@ -115,7 +116,7 @@ def test_a_push_to_a_registered_repository_queues_its_pins_at_the_pushed_sha(
     assert answer["status"] == "queued", answer
     with Session(engine) as s:
         runs = s.scalars(select(Run).where(Run.id.in_(answer["run_ids"]))).all()  # type: ignore[arg-type]
-        assert sorted(r.torch_spec for r in runs) == PINS
+        assert sorted(r.torch_spec for r in runs) == sorted([*PINS, "nightly"])
         assert {r.backend_sha for r in runs} == {sha}
         assert {r.trigger for r in runs} == {"webhook"}
 

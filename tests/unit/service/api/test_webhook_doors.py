@@ -14,6 +14,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
+from service.commands.backends import add_backend
 from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
@@ -33,7 +34,8 @@ ACME_SECRET = "acme's own secret"
 def make_client(engine: Engine, settings: Settings) -> TestClient:
     with session_scope(engine) as s:
         get_or_create_backend(s, "torch_openreg", "/srv/backends/torch_openreg")
-        get_or_create_backend(s, "acme", "https://github.com/acme/torch-acme.git")
+        # Registered (not a CLI experiment), so a push to its repository rebuilds it.
+        add_backend(s, "acme", "https://github.com/acme/torch-acme.git", changed_by="test")
     return TestClient(create_app(settings, dispatcher=CommitCheckingDispatcher(engine),
                                  engine=engine))
 

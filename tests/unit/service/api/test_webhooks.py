@@ -328,14 +328,14 @@ def _upstream_push_with_a_wheel_build_queues_it(client: TestClient, engine: Engi
     assert specs == {"wheel:/wheels/torch-2.15.0a0+gitb7e4c1d-cp311-linux_x86_64.whl"}
 
 
-def test_push_to_backend_repo_rebuilds_it_against_every_pin(
+def test_push_to_backend_repo_rebuilds_it_against_every_nightly_target(
     client: TestClient, engine: Engine
 ) -> None:
     resp = post(client, fixture_body("push_backend.json"), "push")
     assert resp.json()["status"] == "queued", resp.json()
     with Session(engine) as s:
         runs = s.scalars(select(Run).where(Run.id.in_(resp.json()["run_ids"]))).all()
-    assert sorted(r.torch_spec for r in runs) == ["pip:torch==2.13.0", "pip:torch==2.14.1"]
+    assert sorted(r.torch_spec for r in runs) == ["nightly", "pip:torch==2.13.0", "pip:torch==2.14.1"]
     assert {r.backend_sha for r in runs} == {"c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"}
 
 
