@@ -16,12 +16,12 @@ from service.commands.backends import add_backend, register_backend
 from service.commands.runs import create_run, get_or_create_backend, plan_rerun, stale_run_ids
 from service.config import Settings
 from service.db import session_scope
+from service.domain.targets import nightly_targets
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
 from tests.support.pyonly import write_pyonly_backend
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
-from service.domain.targets import nightly_targets
 from workers.tasks import plan_nightly
 
 NIGHT = dt.date(2026, 11, 26)
