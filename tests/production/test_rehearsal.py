@@ -5,7 +5,8 @@ and git mirrors: two machines share only Postgres and Redis), a fresh Postgres d
 migrated first, Redis db 10 as the broker. A backend is registered through the API from a
 git repository (a local bare one: file:// stands in for GitHub); a commit is pushed and
 GitHub's signed ``push`` webhook delivered. One worker builds the run at the pushed sha and
-is killed with SIGKILL mid-run; the other takes the run over once its lease runs out and
+is killed with SIGKILL mid-build (the API, sharing no disk with it, following the build's
+log live); the other takes the run over once its lease runs out and
 finishes it; the dashboard's page of the run shows the verdict.
 
 Run with ``-s`` to see the timeline: seconds from the push to each event.
@@ -45,24 +46,25 @@ SECRET = "rehearsal-webhook-secret"
 TOKEN = "rehearsal-api-token"
 LEASE_S = 60  # the smallest lease settings accept: the take-over waits for it once
 
-# The suite waits for a gate outside the backend's tree, so the run stays in its test step
-# until the rehearsal has killed the worker running it.
-SUITE = """\
+# The build waits for a gate outside the backend's tree, printing as a compiler would, so
+# the run stays in its build step until the rehearsal has followed its log and killed the
+# worker running it.
+BUILD = """\
 import pathlib
 import time
 
-GATE = pathlib.Path("@GATE@")
+gate = pathlib.Path("@GATE@")
+deadline = time.monotonic() + 300
+while not gate.exists():
+    assert time.monotonic() < deadline, "gate never opened"
+    print("compiling openreg kernels ...", flush=True)
+    time.sleep(0.1)
+print("built", flush=True)
+"""
 
-
+SUITE = """\
 def test_device_count():
     assert 1 + 1 == 2
-
-
-def test_waits_for_the_gate():
-    deadline = time.monotonic() + 300
-    while not GATE.exists():
-        assert time.monotonic() < deadline, "gate never opened"
-        time.sleep(0.1)
 """
 
 
@@ -208,8 +210,12 @@ def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
 @pytest.fixture
 def remote(tmp_path: Path) -> Remote:
     r = make_remote(tmp_path / "vendor-repo")
-    gate = tmp_path / "gate"
-    write_pyonly_backend(r.work / "backend", {"test_suite.py": SUITE.replace("@GATE@", str(gate))})
+    backend = write_pyonly_backend(r.work / "backend", {"test_suite.py": SUITE})
+    (backend / "build.py").write_text(BUILD.replace("@GATE@", str(tmp_path / "gate")))
+    recipe = (backend / "ootci.toml").read_text()
+    (backend / "ootci.toml").write_text(recipe.replace(
+        """command = ["{python}", "-c", "print('nothing to compile')"]""",
+        """command = ["{python}", "build.py"]"""))
     r.push("the backend's first commit")
     return r
 
@@ -249,28 +255,29 @@ def test_push_webhook_build_kill_take_over_verdict(
         return lambda: any(s["name"] == name and s["status"] == "running"
                            for s in dep.run(run_id)["steps"])
 
-    wait_until(lambda: any(s["name"] == "build" for s in dep.run(run_id)["steps"]), 180,
-               lambda: f"run {run_id} to start building\n{dep.tail()}", every=0.1)
-    timeline.mark("build step started")
-    wait_until(in_step("test"), 180, lambda: f"run {run_id}'s test step\n{dep.tail()}",
+    wait_until(in_step("build"), 180, lambda: f"run {run_id} to start building\n{dep.tail()}",
                every=0.1)
-    timeline.mark("test step running (build passed)")
+    timeline.mark("build step running")
     assert dep.run(run_id)["backend_sha"] == sha
-    # The API shares no disk with the workers (its own home): it follows the running step's
-    # log from the chunks the worker streams into the database.
-    live = wait_until(
-        lambda: "ootci: " in (t := dep.get(f"/api/runs/{run_id}/steps/test/log").text) and t,
-        60, lambda: f"run {run_id}'s running test log through the API\n{dep.tail()}",
+    # The API shares no disk with the workers (its own home): it follows the running build's
+    # log from the chunks the worker streams into the database, and sees it grow.
+    first_read = wait_until(
+        lambda: "compiling" in (t := dep.get(f"/api/runs/{run_id}/steps/build/log").text) and t,
+        60, lambda: f"run {run_id}'s running build log through the API\n{dep.tail()}",
         every=0.2,
     )
-    assert in_step("test")(), "the log was read after the step, not while it ran"
-    timeline.mark(f"API follows the running test log ({len(live)} bytes so far)")
+    grown = wait_until(
+        lambda: len(t := dep.get(f"/api/runs/{run_id}/steps/build/log").text) > len(first_read)
+        and t, 30, lambda: f"run {run_id}'s build log to grow\n{dep.tail()}", every=0.2,
+    )
+    assert in_step("build")(), "the log was read after the step, not while it ran"
+    timeline.mark(f"API follows the running build log ({len(first_read)} -> {len(grown)} bytes)")
 
     os.killpg(dep.procs[owner].pid, signal.SIGKILL)
     dep.procs[owner].wait(10)
-    timeline.mark(f"kill -9 {owner}")
+    timeline.mark(f"kill -9 {owner} mid-build")
     assert dep.run(run_id)["state"] == "running"  # the dead worker's lease still holds it
-    (tmp_path / "gate").touch()  # the next attempt's suite does not wait
+    (tmp_path / "gate").touch()  # the next attempt's build does not wait
 
     survivor = next(name for name in ("machine-a", "machine-b") if name != owner)
     taken = wait_until(lambda: (r := dep.run(run_id))["attempts"] == 2 and r, LEASE_S + 180,
