@@ -48,7 +48,8 @@ SUITE = """\
 import pathlib
 import time
 
-GATE = pathlib.Path(__file__).resolve().parent.parent / "gate"
+# The registered tree's gate: the run tests a copy of the tree (source_tree.py).
+GATE = pathlib.Path("@GATE@")
 
 
 def test_ticks_until_the_gate_opens():
@@ -111,7 +112,7 @@ def test_a_running_log_is_followed_from_another_process(
     backend = tmp_path / "ticker"
     (backend / "tests").mkdir(parents=True)
     (backend / "ootci.toml").write_text(RECIPE)
-    (backend / "tests" / "test_ticks.py").write_text(SUITE)
+    (backend / "tests" / "test_ticks.py").write_text(SUITE.replace("@GATE@", str(backend / "gate")))
     settings = Settings(
         home=tmp_path / "worker-home", database_url=str(engine.url.render_as_string(False)),
         default_torch="installed", rerun_failed_tests=False,

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -34,6 +33,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
+from tests.support.waiting import empty_broker
 from workers.pipeline import sandbox
 from workers.pipeline.execute import execute_run
 
@@ -335,12 +335,7 @@ def test_hostile_backend_is_contained_under_a_celery_worker(
     support = sandbox.probe(65534)
     if not (support.rlimits and support.root and support.bwrap and support.setpriv):
         pytest.skip(f"needs root and a working bwrap for the full sandbox: {support.describe()}")
-    broker = redis.Redis.from_url(CELERY_REDIS_URL)
-    try:
-        broker.ping()
-    except redis.ConnectionError:
-        pytest.skip("Redis is not running")
-    broker.flushdb()
+    broker = empty_broker(CELERY_REDIS_URL)
     worker_home = world_readable_dir / "worker-home"
     worker_home.mkdir()
     (worker_home / ".netrc").write_text(f"machine github.com login ootci password {NETRC_PASSWORD}\n")

@@ -12,10 +12,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -25,6 +23,7 @@ from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, ShardState, Step, TestResult, TestShard
 from tests.support.pyonly import write_pyonly_backend
+from tests.support.waiting import empty_broker, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -73,16 +72,6 @@ EXPECTED = {
 }
 
 
-def _wait(predicate: Callable[[], Any], timeout: float, what: Callable[[], str]) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
-
-
 @dataclass
 class Workers:
     db_url: str
@@ -98,12 +87,7 @@ class Workers:
 @pytest.fixture
 def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
     """Two Celery worker processes sharing one OOTCI_HOME (the shared cache dir)."""
-    broker = redis.Redis.from_url(REDIS_URL)
-    try:
-        broker.ping()
-    except redis.ConnectionError:
-        pytest.skip("Redis is not running")
-    broker.flushdb()
+    broker = empty_broker(REDIS_URL)
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)
     engine.dispose()
@@ -131,7 +115,7 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         ))
     try:
-        _wait(lambda: all(b"ready" in p.read_bytes() for p in logs.glob("worker-*.log"))
+        wait_until(lambda: all(b"ready" in p.read_bytes() for p in logs.glob("worker-*.log"))
               and len(list(logs.glob("worker-*.log"))) == 2,
               60, lambda: "both workers to be ready")
         yield Workers(fresh_postgres_url, tmp_path, logs, procs)
@@ -174,7 +158,7 @@ def test_two_workers_run_the_shards_of_one_run_against_one_build(workers: Worker
     engine, run_id = _start_run(workers, SUITE)
     tail, finished = workers.tail, _finished(engine, run_id)
 
-    state = _wait(finished, 240, lambda: f"run {run_id} to finish\n{tail()}")
+    state = wait_until(finished, 240, lambda: f"run {run_id} to finish\n{tail()}")
     with Session(engine) as s:
         run = s.get_one(Run, run_id)
         steps = list(s.scalars(select(Step).where(Step.run_id == run_id)))
@@ -205,7 +189,8 @@ GATED_FILE = """\
 import pathlib
 import time
 
-GATE = pathlib.Path(__file__).resolve().parent.parent / "gate"
+# The registered tree's gate: the run tests a copy of the tree (source_tree.py).
+GATE = pathlib.Path("{gate}")
 
 
 def test_waits_for_the_gate_{n}():
@@ -217,7 +202,8 @@ def test_waits_for_the_gate_{n}():
 
 
 def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(workers: Workers) -> None:
-    suite = {f"test_gated_{n}.py": GATED_FILE.format(n=n) for n in range(4)}
+    gate = workers.tmp_path / "pyonly" / "gate"
+    suite = {f"test_gated_{n}.py": GATED_FILE.format(n=n, gate=gate) for n in range(4)}
     engine, run_id = _start_run(workers, suite)
 
     def both_shards_running() -> dict[int, str] | None:
@@ -226,7 +212,7 @@ def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(workers: Work
         holders = {sh.index: sh.claimed_by for sh in shards if sh.state == ShardState.RUNNING}
         return holders if len(holders) == 2 and len(set(holders.values())) == 2 else None
 
-    holders = _wait(both_shards_running, 120, lambda: f"two shards running\n{workers.tail()}")
+    holders = wait_until(both_shards_running, 120, lambda: f"two shards running\n{workers.tail()}")
     with Session(engine) as s:
         owner = s.get_one(Run, run_id).claimed_by
     (helper_index, helper), = [(i, w) for i, w in holders.items() if w != owner]
@@ -235,9 +221,9 @@ def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(workers: Work
     os.killpg(doomed.pid, signal.SIGKILL)
     doomed.wait(10)
     killed_at = time.monotonic()
-    (workers.tmp_path / "pyonly" / "gate").touch()
+    gate.touch()
 
-    state = _wait(_finished(engine, run_id), LEASE_S + 180,
+    state = wait_until(_finished(engine, run_id), LEASE_S + 180,
                   lambda: f"run {run_id} to finish\n{workers.tail()}")
     with Session(engine) as s:
         results = {r.nodeid: r.outcome

@@ -21,14 +21,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import redis
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -41,6 +40,7 @@ from tests.support.fake_torch import build_wheel
 from tests.support.file_server import serve_directory
 from tests.support.live_server import free_port
 from tests.support.pyonly import write_pyonly_backend
+from tests.support.waiting import empty_broker, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -78,19 +78,6 @@ def test_waits_for_the_gate():
 def test_last():
     assert "ootci"
 """
-
-
-def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: Callable[[], str], every: float = 0.2
-) -> Any:
-    """``what`` is called only on a timeout, so that the logs it shows are those of then."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
 
 
 @dataclass
@@ -174,12 +161,7 @@ class Stack:
 
 @pytest.fixture
 def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
-    broker = redis.Redis.from_url(REDIS_URL)
-    try:
-        broker.ping()
-    except redis.ConnectionError:
-        pytest.skip("Redis is not running")
-    broker.flushdb()
+    broker = empty_broker(REDIS_URL)
 
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)

@@ -30,7 +30,6 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 
 from service.db import make_engine
 from service.migrate import upgrade
@@ -38,6 +37,7 @@ from tests.support.git_repos import Remote, make_remote, push_payload
 from tests.support.live_server import free_port
 from tests.support.paths import REPO_ROOT
 from tests.support.pyonly import write_pyonly_backend
+from tests.support.waiting import empty_broker, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -78,17 +78,6 @@ class Timeline:
 
     def render(self) -> str:
         return "\n".join(f"  {t:7.1f} s  {what}" for t, what in self.events)
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, what: Callable[[], str],
-               every: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
 
 
 @dataclass
@@ -150,12 +139,7 @@ class Deployment:
 
 @pytest.fixture
 def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
-    broker = redis.Redis.from_url(REDIS_URL)
-    try:
-        broker.ping()
-    except redis.ConnectionError:
-        pytest.skip("Redis is not running")
-    broker.flushdb()
+    broker = empty_broker(REDIS_URL)
     # The migration job runs before anything serves.
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)

@@ -60,7 +60,7 @@ from workers.pipeline.provision import provision
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.resolve import parse_spec
-from workers.pipeline.run_env import private_env
+from workers.pipeline.run_env import private_env, shared_read_only
 from workers.pipeline.sandbox import (
     StepSandbox,
     probe,
@@ -532,14 +532,6 @@ def _venv_dir(env: TorchEnv) -> Path:
     return env.python.parent.parent  # <venv>/bin/python
 
 
-def _shared(ctx: _RunContext, env: TorchEnv) -> list[Path]:
-    """What no step of a run may write: every cached torch env (and its manifest), the
-    package cache they are hard-linked from, and what the run's env overlays."""
-    settings = ctx.settings
-    return [settings.resolved_cache_dir / "envs", settings.resolved_package_cache_dir,
-            *env.base_dirs]
-
-
 def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
     policy = ctx.child_policy
     # ccache keeps its default, machine-wide dir: every env and build dir shares it.
@@ -553,7 +545,7 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
             writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
             visible=[*env.pythonpath, ctx.run_dir],
             watched=own,
-            read_only=_shared(ctx, env),
+            read_only=shared_read_only(ctx.settings, env),
         )
         outcome = build(
             recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
@@ -576,7 +568,7 @@ def _test_step(
                 PLUGIN_DIR, ctx.run_dir,
             ],
             watched=own,
-            read_only=_shared(ctx, env),
+            read_only=shared_read_only(ctx.settings, env),
         )
         result = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox) or run_tests(
             recipe,

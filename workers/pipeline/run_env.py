@@ -17,6 +17,7 @@ import venv
 from dataclasses import replace
 from pathlib import Path
 
+from service.config import Settings
 from workers.pipeline import envcache
 from workers.pipeline.types import TorchEnv
 
@@ -40,3 +41,10 @@ def private_env(base: TorchEnv, run_dir: Path) -> TorchEnv:
     return replace(
         base, python=target / "bin" / "python", base_dirs=(base_prefix, *base.base_dirs)
     )
+
+
+def shared_read_only(settings: Settings, env: TorchEnv) -> list[Path]:
+    """What no step of a run (or a shard of it) may write: every cached torch env (and its
+    manifest), the package cache they are hard-linked from, and what the run's env overlays."""
+    return [settings.resolved_cache_dir / "envs", settings.resolved_package_cache_dir,
+            *env.base_dirs]

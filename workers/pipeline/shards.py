@@ -44,6 +44,7 @@ from workers.pipeline.masking import SecretMasker, settings_secrets
 from workers.pipeline.procs import Attempt, ProcResult, attempt_scope, current_attempt
 from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
+from workers.pipeline.run_env import shared_read_only
 from workers.pipeline.sandbox import StepSandbox, sandbox_for_tests
 from workers.pipeline.testing import list_test_files, outcome_of, run_tests
 from workers.pipeline.testing_parallel import PartResult, default_processes, merge, partition
@@ -86,6 +87,7 @@ def artefact_of(recipe: Recipe, env: TorchEnv, build_dir: Path) -> dict[str, Any
             "version": env.version, "git_version": env.git_version, "env_key": env.env_key,
             "torch_dir": str(env.torch_dir), "pythonpath": [str(p) for p in env.pythonpath],
             "artifact_url": env.artifact_url, "artifact_sha256": env.artifact_sha256,
+            "base_dirs": [str(p) for p in env.base_dirs],
         },
     }
 
@@ -97,6 +99,7 @@ def _env_of(artefact: dict[str, Any]) -> TorchEnv:
         version=e["version"], git_version=e["git_version"], env_key=e["env_key"],
         torch_dir=Path(e["torch_dir"]), pythonpath=tuple(Path(p) for p in e["pythonpath"]),
         artifact_url=e["artifact_url"], artifact_sha256=e["artifact_sha256"],
+        base_dirs=tuple(Path(p) for p in e.get("base_dirs", ())),
     )
 
 
@@ -327,9 +330,11 @@ def execute_shard(
         return sandbox_for_tests(
             settings,
             writable=own,
-            visible=[env.python.parent.parent, *env.pythonpath, Path(artefact["build_dir"]),
-                     Path(artefact["source_dir"]), PLUGIN_DIR, run_dir],
+            visible=[env.python.parent.parent, *env.base_dirs, *env.pythonpath,
+                     Path(artefact["build_dir"]), Path(artefact["source_dir"]), PLUGIN_DIR,
+                     run_dir],
             watched=own,
+            read_only=shared_read_only(settings, env),
         )
 
     work_dir.mkdir(parents=True, exist_ok=True)
