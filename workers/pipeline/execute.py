@@ -632,10 +632,11 @@ def _conformance_step(
             ctx.settings,
             writable=own,
             visible=[
-                _venv_dir(env), *env.pythonpath, build_dir, recipe.source_dir, PLUGIN_DIR,
-                ctx.run_dir,
+                _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
+                PLUGIN_DIR, ctx.run_dir,
             ],
             watched=own,
+            read_only=shared_read_only(ctx.settings, env),
         )
         result = run_conformance(
             recipe, env, work_dir, sink,

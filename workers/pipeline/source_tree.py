@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -208,6 +209,27 @@ def run_tree(
     def copy() -> None:
         _remove(dest, None)
         shutil.copytree(registered, dest, symlinks=True, ignore=COPY_IGNORE)
+        _inline_links_out_of(registered, dest)
 
     with _tree_in_use(trees / f"{key}.lock", copy, lambda: _remove(dest, None)):
         yield RunTree(dest, sha, key)
+
+
+def _inline_links_out_of(registered: Path, copy: Path) -> None:
+    """A link in the copy that points out of the backend's tree (a shared build script one
+    level up, say) becomes a copy of what it points to: as a link it would dangle in the
+    copy, or reach back into the registered source, which a run never writes."""
+    root = registered.resolve()
+    for dirpath, dirnames, filenames in os.walk(copy):
+        for name in [*dirnames, *filenames]:
+            link = Path(dirpath) / name
+            if not link.is_symlink():
+                continue
+            target = (registered / link.relative_to(copy)).resolve()
+            if target == root or root in target.parents or not target.exists():
+                continue
+            link.unlink()
+            if target.is_dir():
+                shutil.copytree(target, link, symlinks=False, ignore=COPY_IGNORE)
+            else:
+                shutil.copy2(target, link)

@@ -33,6 +33,19 @@ def test_a_directory_backend_is_copied_without_git_and_build_output(tmp_path: Pa
         assert not (again.path / "written-by-build.txt").exists()
 
 
+def test_links_out_of_the_tree_are_copied_in_and_links_inside_stay_links(tmp_path: Path) -> None:
+    (tmp_path / "shared_build.py").write_text("print('shared')\n")
+    tree = write_pyonly_backend(tmp_path / "acme")
+    (tree / "build.py").symlink_to("../shared_build.py")
+    (tree / "recipe-alias.toml").symlink_to("ootci.toml")
+    with run_tree(tmp_path / "cache", Source("acme", str(tree))) as run:
+        copied = run.path / "build.py"
+        assert not copied.is_symlink() and copied.read_text() == "print('shared')\n"
+        copied.write_text("changed by a build\n")
+        assert (run.path / "recipe-alias.toml").is_symlink()
+    assert (tmp_path / "shared_build.py").read_text() == "print('shared')\n"
+
+
 def test_a_git_backend_is_checked_out_at_the_runs_commit(tmp_path: Path) -> None:
     remote = make_remote(tmp_path / "repo")
     write_pyonly_backend(remote.work / "vendor")
