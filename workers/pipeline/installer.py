@@ -52,7 +52,11 @@ class Installer:
 
     def environ(self) -> dict[str, str]:
         if self.uv is not None:
-            return {"UV_CACHE_DIR": str(self.cache_dir), "UV_LINK_MODE": "hardlink"}
+            # A wheel ootci installs is identified by the sha256 it checked just before, not
+            # by its file name: PR build stores name wheels by template (a 2.14.0.dev+pr
+            # build as torch-2.14.0-...whl), which pip accepts and uv would refuse.
+            return {"UV_CACHE_DIR": str(self.cache_dir), "UV_LINK_MODE": "hardlink",
+                    "UV_SKIP_WHEEL_FILENAME_CHECK": "1"}
         return {"PIP_CACHE_DIR": str(self.cache_dir)}
 
     def create_venv(self, venv: Path) -> list[str]:
