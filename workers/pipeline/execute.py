@@ -554,22 +554,30 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
     return outcome
 
 
+def _suite_sandbox(
+    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path, work_dir: Path
+) -> StepSandbox:
+    """Where a suite (the backend's own or the conformance suite) runs: it sees the run's
+    env over its read-only base, the build and the source; it writes only its own dirs."""
+    policy = ctx.child_policy
+    own = [policy.home, policy.tmpdir, work_dir]
+    return sandbox_for_tests(
+        ctx.settings,
+        writable=own,
+        visible=[
+            _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
+            PLUGIN_DIR, ctx.run_dir,
+        ],
+        watched=own,
+        read_only=shared_read_only(ctx.settings, env),
+    )
+
+
 def _test_step(
     ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 ) -> TestRunOutcome:
-    policy = ctx.child_policy
-    own = [policy.home, policy.tmpdir, ctx.run_dir / "test"]
     with ctx.step(StepName.TEST) as (sink, outcomes):
-        sandbox = sandbox_for_tests(
-            ctx.settings,
-            writable=own,
-            visible=[
-                _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
-                PLUGIN_DIR, ctx.run_dir,
-            ],
-            watched=own,
-            read_only=shared_read_only(ctx.settings, env),
-        )
+        sandbox = _suite_sandbox(ctx, recipe, env, build_dir, ctx.run_dir / "test")
         result = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox) or run_tests(
             recipe,
             env,
@@ -624,20 +632,9 @@ def _conformance_step(
     ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 ) -> ConformanceOutcome:
     """The conformance suite against the recipe's device, sandboxed like the tests."""
-    policy = ctx.child_policy
     work_dir = ctx.run_dir / "conformance"
-    own = [policy.home, policy.tmpdir, work_dir]
     with ctx.step(StepName.CONFORMANCE) as (sink, outcomes):
-        sandbox = sandbox_for_tests(
-            ctx.settings,
-            writable=own,
-            visible=[
-                _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
-                PLUGIN_DIR, ctx.run_dir,
-            ],
-            watched=own,
-            read_only=shared_read_only(ctx.settings, env),
-        )
+        sandbox = _suite_sandbox(ctx, recipe, env, build_dir, work_dir)
         result = run_conformance(
             recipe, env, work_dir, sink,
             timeout_s=ctx.settings.step_timeout_s,
