@@ -1,6 +1,6 @@
 """occl, the c10d backend of openreg tensors (csrc/distributed/, docs/distributed.md).
 
-Every test spawns real processes (torch.multiprocessing, start method spawn)
+Every test starts real processes (torch.multiprocessing, start method forkserver)
 that rendezvous through a FileStore and move data through occl's shared
 memory; a worker's failed assertion fails the test with its traceback.
 """
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from multiprocessing import forkserver
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,28 @@ def _worker(rank: int, world: int, store: str, backend: str, body: Callable[[int
         dist.destroy_process_group()
 
 
+# Ranks fork from a server that imported torch once per test process: a fresh
+# interpreter per rank would spend its time importing torch, not in occl.
+mp.set_forkserver_preload(["torch"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forkserver(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The server is a `python -c` process, so its cwd leads its sys.path: started from
+    # backend/, its `import torch` would autoload the source tree's torch_openreg (see
+    # conftest.py). Ranks get the test process's sys.path back when they start.
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("forkserver"))
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.chdir(here)
+
+
 def spawn(body: Callable[[int, int], None], world: int, tmp_path: Path,
           backend: str = "occl") -> None:
-    mp.spawn(_worker, args=(world, str(tmp_path / "store"), backend, body), nprocs=world,
-             join=True)
+    mp.start_processes(_worker, args=(world, str(tmp_path / "store"), backend, body),
+                       nprocs=world, join=True, start_method="forkserver")
 
 
 def dev() -> torch.device:

@@ -13,8 +13,8 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
   fresh /proc (the worker's processes are invisible), the worker's HOME, ootci's home and
   the ``.env`` file hidden (the paths the step needs are bound back), and for the test step
   a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
-  only the sandbox's own loopback). Without bwrap, ``unshare --net`` still takes the
-  network away from the test step.
+  only the sandbox's own loopback). Without bwrap, the test step's child still enters a
+  network namespace of its own with only loopback up (``netns.py``).
 - a disk budget: a watchdog sums the blocks of the run's writable dirs every second (or
   less often, so the walk costs at most a tenth of a core) and stops the step when they
   have grown by more than ``Settings.run_disk_budget_mb``.
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from service.config import Settings
+from workers.pipeline import netns
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +94,10 @@ _NAMESPACES = ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
 _SETUID_CAPS = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
 
 
-def _works(cmd: list[str]) -> bool:
+def _works(cmd: list[str], preexec: Callable[[], None] | None = None) -> bool:
     try:
-        return subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S).returncode == 0
+        return subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S,
+                              preexec_fn=preexec).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -115,8 +117,8 @@ class Support:
     bwrap: str | None = None
     # setpriv (util-linux) can switch a root-started step to the sandbox uid.
     setpriv: str | None = None
-    # `unshare --net`, the test step's network fallback without bwrap.
-    unshare: str | None = None
+    # A private network namespace made in the child (``netns``): the fallback without bwrap.
+    netns: bool = False
 
     @property
     def bwrap_userns(self) -> bool:
@@ -126,7 +128,7 @@ class Support:
         parts = ["rlimits" if self.rlimits else "no rlimits (not Linux)"]
         parts.append(f"namespaces via {self.bwrap}" if self.bwrap else "no working bwrap")
         if not self.bwrap:
-            parts.append("netns via unshare" if self.unshare else "no network namespace")
+            parts.append("private netns" if self.netns else "no network namespace")
         if self.root:
             parts.append("unprivileged uid via setpriv" if self.setpriv
                          else "root, no setpriv: uid stays 0")
@@ -141,7 +143,6 @@ def probe(sandbox_uid: int) -> Support:
     root = os.geteuid() == 0
     bwrap = shutil.which("bwrap")
     setpriv = shutil.which("setpriv") if root else None
-    unshare = shutil.which("unshare")
     if bwrap:
         args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -152,14 +153,13 @@ def probe(sandbox_uid: int) -> Support:
         bwrap = bwrap if _works([*args, "true"]) else None
     if setpriv and not _works([*_drop_to(setpriv, sandbox_uid), "true"]):
         setpriv = None
-    if unshare and not _works([unshare, *([] if root else ["--user"]), "--net", "true"]):
-        unshare = None
+    own_netns = _works(["true"], functools.partial(netns.enter, new_user_namespace=not root))
     support = Support(
         rlimits=sys.platform.startswith("linux"),
         root=root,
         bwrap=bwrap,
         setpriv=setpriv,
-        unshare=unshare,
+        netns=own_netns,
     )
     log.info("sandbox support: %s", support.describe())
     return support
@@ -177,8 +177,14 @@ def shield_worker_environ() -> bool:
 
 
 # --------------------------------------------------------------------------- in the child
-def _preexec(rlimits: Sequence[tuple[int, int, int]]) -> Callable[[], None]:
+def _preexec(
+    rlimits: Sequence[tuple[int, int, int]], private_network: bool = False,
+    new_user_namespace: bool = False,
+) -> Callable[[], None]:
     def apply() -> None:
+        # Before the rlimits: a namespace is set up under the worker's own limits.
+        if private_network:
+            netns.enter(new_user_namespace)
         for which, soft, hard in rlimits:
             resource.setrlimit(which, (soft, hard))
 
@@ -230,7 +236,8 @@ class StepSandbox:
     bwrap_userns: bool = False
     read_only_root: bool = False
     network: bool = True
-    unshare: str | None = None
+    # Without bwrap: enter a private network namespace in the child (``netns.enter``).
+    netns: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
@@ -265,9 +272,6 @@ class StepSandbox:
             inner = [*_drop_to(self.setpriv, self.uid), *inner]
         if self.bwrap is not None:
             return [self.bwrap, *self._bwrap_args(cwd), "--", *inner]
-        if not self.network and self.unshare is not None:
-            return [self.unshare, *(["--user"] if self.bwrap_userns else []), "--net", "--",
-                    *inner]
         return inner
 
     def _bwrap_args(self, cwd: Path) -> list[str]:
@@ -305,7 +309,8 @@ class StepSandbox:
     def preexec(self) -> Callable[[], None] | None:
         if self.limits is None:
             return None
-        return _preexec(self.limits.rlimits())
+        private_network = not self.network and self.bwrap is None and self.netns
+        return _preexec(self.limits.rlimits(), private_network, self.bwrap_userns)
 
     def disk_budget(self) -> DiskBudget | None:
         if self.limits is None or not self.watched:
@@ -336,7 +341,7 @@ class StepSandbox:
         elif self.bwrap is not None:
             parts.append("netns via bwrap (no network)")
         else:
-            parts.append("netns via unshare (no network)")
+            parts.append("private netns (no network, loopback up)")
         parts.append(f"uid {uid}")
         return f"{LOG_PREFIX} " + ", ".join(parts + list(self.notes))
 
@@ -465,8 +470,8 @@ def sandbox_for_tests(
             notes.append(f"uid stays 0: {blocked[0]} is not readable by uid {settings.sandbox_uid}")
         else:
             uid = settings.sandbox_uid
-    if support.bwrap is None and support.unshare is None:
-        notes.append("network on: neither bwrap nor unshare can make a network namespace")
+    if support.bwrap is None and not support.netns:
+        notes.append("network on: neither bwrap nor unshare(2) can make a network namespace")
     return StepSandbox(
         limits=Limits.from_settings(settings),
         writable=tuple(writable),
@@ -479,7 +484,7 @@ def sandbox_for_tests(
         bwrap=support.bwrap,
         bwrap_userns=support.bwrap_userns,
         read_only_root=support.bwrap is not None,
-        network=support.bwrap is None and support.unshare is None,
-        unshare=support.unshare,
+        network=support.bwrap is None and not support.netns,
+        netns=support.netns,
         notes=tuple(notes),
     )

@@ -97,7 +97,7 @@ def test_test_step_has_no_network_and_cannot_see_the_worker(
 ) -> None:
     settings = Settings(home=tmp_path / "home", sandbox_cpu_time_s=30)
     support = probe(settings.sandbox_uid)
-    if support.bwrap is None and support.unshare is None:
+    if support.bwrap is None and not support.netns:
         pytest.skip(f"no network namespace on this machine: {support.describe()}")
     sandbox = sandbox_for_tests(settings, writable=[tmp_path / "w"], visible=[], watched=[])
     sandbox.prepare()
@@ -107,9 +107,14 @@ def test_test_step_has_no_network_and_cannot_see_the_worker(
         f"try: socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')\n"
         "except OSError as e: print('refused', e)\n"
         f"print('worker visible', os.path.exists('/proc/{os.getpid()}/environ'))\n"
+        # The sandbox's own loopback is up: gloo and a TCPStore talk to themselves on it.
+        "own = socket.create_server(('127.0.0.1', 0))\n"
+        "socket.create_connection(own.getsockname(), 2).sendall(b'x')\n"
+        "print('own loopback', own.accept()[0].recv(1))\n"
     ), tmp_path)
     assert code == 0, out
     assert "\nrefused" in out and "\nCONNECTED" not in out
+    assert "own loopback b'x'" in out
     if support.bwrap is not None:  # a pid namespace of its own
         assert "worker visible False" in out
 
