@@ -185,3 +185,32 @@ def test_the_pipeline_runs_the_parts_in_its_sandbox(world_readable_dir: Path) ->
     assert state == "passed", log_text[-3000:]
     assert results == {f"tests/test_{n}.py::test_{n}": "passed" for n in range(3)}
     assert "in 2 processes" in log_text
+
+
+def test_the_next_run_balances_its_parts_by_the_last_runs_times(world_readable_dir: Path) -> None:
+    # By size the smallest file, the slow one, would share a part; by the first run's times
+    # it gets a part to itself.
+    files = {
+        "test_0.py": "import time\n\ndef test_0():\n    time.sleep(1)\n",
+        "test_1.py": "def test_1():\n    pass\n" + "# padding\n" * 30,
+        "test_2.py": "def test_2():\n    pass\n" + "# padding\n" * 20,
+    }
+    backend = write_pyonly_backend(world_readable_dir / "pyonly", files)
+    settings = Settings(home=world_readable_dir / "home", database_url="", broker_url="",
+                        test_processes=2, rerun_failed_tests=False)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    parts: list[list[set[str]]] = []
+    for _ in range(2):
+        with session_scope(engine) as s:
+            run_id = create_run(s, get_or_create_backend(s, "pyonly", str(backend)), "installed",
+                                trigger="cli").id
+        assert execute_run(engine, settings, run_id, "w1") == "passed"
+        test_dir = settings.home / "work" / "runs" / str(run_id) / "test"
+        parts.append([_started(test_dir / f"part-{i}" / RESULTS_FILE) for i in (0, 1)])
+        log_text = (test_dir.parent / "test.log").read_text()
+    engine.dispose()
+    slow = "tests/test_0.py::test_0"
+    assert slow in parts[0][1] and len(parts[0][1]) == 2  # by size
+    assert parts[1][0] == {slow}  # by time
+    assert "parts balanced by the backend's previous run: 3 of 3 file(s) timed" in log_text

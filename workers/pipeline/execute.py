@@ -44,6 +44,7 @@ from service.models import (
     utcnow,
 )
 from service.queries.conformance import previously_working
+from service.queries.test_timings import seconds_per_file
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from workers.pipeline import collect
 from workers.pipeline.build import build
@@ -591,6 +592,7 @@ def _test_step(
             sandbox=sandbox,
             processes=ctx.settings.test_processes or default_processes(),
             masker=ctx.masker,
+            file_seconds=_file_seconds(ctx),
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
@@ -607,6 +609,11 @@ def _test_step(
                 for r in result.results
             )
     return result
+
+
+def _file_seconds(ctx: _RunContext) -> dict[str, float]:
+    with session_scope(ctx.engine) as s:
+        return seconds_per_file(s, s.get_one(Run, ctx.run_id))
 
 
 def _sharded_tests(

@@ -37,7 +37,8 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import Outcome
 from service.domain.torch_spec import SourceKind
-from service.models import ShardState, TestShard
+from service.models import Run, ShardState, TestShard
+from service.queries.test_timings import seconds_per_file
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
@@ -46,7 +47,7 @@ from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.run_env import shared_read_only
 from workers.pipeline.sandbox import StepSandbox, sandbox_for_tests
-from workers.pipeline.testing import list_test_files, outcome_of, run_tests
+from workers.pipeline.testing import keyed_by_path, list_test_files, outcome_of, run_tests
 from workers.pipeline.testing_parallel import PartResult, default_processes, merge, partition
 from workers.pipeline.types import Recipe, TestRecord, TestRunOutcome, TorchEnv
 
@@ -243,7 +244,9 @@ def run_sharded(
                             build_dir=build_dir, sandbox=sandbox)
     if len(files) < max(2, settings.test_shard_min_files):
         return None
-    parts = partition(files, settings.test_shards)
+    with session_scope(engine) as s:
+        seconds = seconds_per_file(s, s.get_one(Run, run_id))
+    parts = partition(files, settings.test_shards, keyed_by_path(seconds, files, recipe.source_dir))
     with session_scope(engine) as s:
         indexes = create_shards(s, run_id, parts, artefact_of(recipe, env, build_dir))
     step_log.write(

@@ -23,7 +23,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,6 +388,7 @@ def run_tests(
     processes: int = 1,
     masker: SecretMasker | None = None,
     ignore_files: Sequence[str] = (),
+    file_seconds: Mapping[str, float] | None = None,
 ) -> TestRunOutcome:
     """Run the backend's suite; see the module docstring.
 
@@ -405,7 +406,8 @@ def run_tests(
     run at once (``testing_parallel.py``), each isolated as above; the records and the
     verdict are the serial step's. ``masker`` masks the parts' own logs like the step's.
     ``ignore_files`` (absolute paths) are left out of the suite: a shard of a run
-    (``shards.py``) runs only its own files.
+    (``shards.py``) runs only its own files. ``file_seconds`` (test file as pytest names it
+    -> seconds it took last time) balances the processes.
     """
     started = time.monotonic()
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -448,7 +450,8 @@ def run_tests(
     if only:
         log.write(f"ootci: running only {len(only)} test(s): the failures being rerun")
     # A rerun of named failures is small: one process, like before the parallel step.
-    parts = [] if only or processes < 2 else _parts(runner_in(work_dir / "listing", log), processes)
+    parts = [] if only or processes < 2 else _parts(
+        runner_in(work_dir / "listing", log), processes, file_seconds or {})
 
     def run_to_the_end(runner: _Runner) -> PartResult:
         outcome = _run_until_done(runner)
@@ -542,12 +545,28 @@ def _probe_import(
     return None
 
 
-def _parts(lister: _Runner, processes: int) -> list[list[str]]:
+def _parts(
+    lister: _Runner, processes: int, file_seconds: Mapping[str, float]
+) -> list[list[str]]:
     """The suite's files split for ``processes`` processes; [] when pytest cannot list them
     (a broken conftest, a wrapper script that drops our plugin): the serial step then
     runs and reports why, exactly as without parallelism."""
     lister.work_dir.mkdir(parents=True, exist_ok=True)
-    return partition(_listed_files(lister), processes)
+    files = _listed_files(lister)
+    seconds = keyed_by_path(file_seconds, files, lister.recipe.source_dir)
+    if seconds:
+        lister.log.write(f"ootci: parts balanced by the backend's previous run: {len(seconds)} of "
+                         f"{len(files)} file(s) timed, the others weighed by size")
+    return partition(files, processes, seconds)
+
+
+def keyed_by_path(
+    file_seconds: Mapping[str, float], files: Sequence[str], root: Path
+) -> dict[str, float]:
+    """``file_seconds`` (keyed as pytest names files: relative to the suite's root) keyed
+    by the listing's absolute paths."""
+    listed = {os.path.relpath(f, root): f for f in files}
+    return {listed[name]: s for name, s in file_seconds.items() if name in listed}
 
 
 def _listed_files(lister: _Runner) -> list[str]:

@@ -8,8 +8,9 @@ of another part (``$OOTCI_IGNORE_FILES``), so a crash or a hang costs one result
 and the others run on.
 
 The files come from pytest itself (the plugin's listing mode, which imports no test module):
-whatever the recipe's command and pytest.ini select, nothing more. They are spread by size
-(the largest first onto the lightest part), a cheap stand-in for a file's running time.
+whatever the recipe's command and pytest.ini select, nothing more. They are spread by what
+each took in the backend's previous run (the longest first onto the lightest part), by size
+for a file that has no time yet.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,18 +48,35 @@ def default_processes() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def partition(files: Sequence[str], processes: int) -> list[list[str]]:
-    """``files`` in at most ``processes`` non-empty parts of about the same total size, each
-    part in the listing's order (the order a serial run takes them in)."""
+def partition(
+    files: Sequence[str], processes: int, seconds: Mapping[str, float] | None = None
+) -> list[list[str]]:
+    """``files`` in at most ``processes`` non-empty parts of about the same expected running
+    time, each part in the listing's order (the order a serial run takes them in).
+
+    A file's expected time is what it took last time (``seconds``, keyed like ``files``);
+    a file without one (new, or no earlier run) is weighed by its size, converted to
+    seconds at the rate the timed files ran at."""
     count = max(1, min(processes, len(files)))
+    cost = _expected_seconds(files, seconds or {})
     parts: list[list[str]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for path in sorted(files, key=_size, reverse=True):
+    loads = [0.0] * count
+    # Longest first onto the lightest part; ties keep the listing's order.
+    for path in sorted(files, key=cost.__getitem__, reverse=True):
         lightest = loads.index(min(loads))
         parts[lightest].append(path)
-        loads[lightest] += max(_size(path), 1)
+        loads[lightest] += cost[path]
     order = {path: i for i, path in enumerate(files)}
     return [sorted(part, key=order.__getitem__) for part in parts if part]
+
+
+def _expected_seconds(files: Sequence[str], seconds: Mapping[str, float]) -> dict[str, float]:
+    timed = [f for f in files if f in seconds]
+    timed_bytes = sum(max(_size(f), 1) for f in timed)
+    # Untimed files cost what their bytes cost in the timed ones (1 unit/byte with none).
+    rate = sum(seconds[f] for f in timed) / timed_bytes if timed and timed_bytes else 1.0
+    rate = rate or 1.0
+    return {f: seconds[f] if f in seconds else max(_size(f), 1) * rate for f in files}
 
 
 def _size(path: str) -> int:

@@ -24,6 +24,21 @@ def test_partition_balances_by_size_and_keeps_the_listing_order(tmp_path: Path) 
     assert partition([a, b, c, d], 1) == [[a, b, c, d]]
 
 
+def test_partition_balances_by_last_times_and_weighs_untimed_files_by_size(
+    tmp_path: Path,
+) -> None:
+    a, b, c, d = (_file(tmp_path, n, s) for n, s in
+                  (("a.py", 900), ("b.py", 100), ("c.py", 500), ("d.py", 400)))
+    # The smallest file was the slowest last time: it gets a process to itself.
+    assert partition([a, b, c, d], 2, {a: 5.0, b: 40.0, c: 10.0, d: 8.0}) == [[b], [a, c, d]]
+    # d has no time: its 400 bytes cost what bytes cost in a, b and c (53 s / 1500 bytes,
+    # about 14 s), so a + c + d (29 s) still fit beside b (38 s).
+    assert partition([a, b, c, d], 2, {a: 5.0, b: 38.0, c: 10.0}) == [[b], [a, c, d]]
+    # With only b and c timed (1 s each), a (the most bytes) weighs the most: a alone.
+    assert partition([a, b, c, d], 2, {b: 1.0, c: 1.0}) == [[a], [b, c, d]]
+    assert partition([a, b, c, d], 2, {a: 30.0, b: 1.0, c: 1.0}) == [[a], [b, c, d]]
+
+
 def _part(*records: tuple[str, Outcome], problem: str | None = None) -> PartResult:
     return PartResult(
         {n: TestRecord(nodeid=n, outcome=o) for n, o in records},
