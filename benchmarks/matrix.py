@@ -1,7 +1,7 @@
 """A nightly matrix (3 backends x 3 torch targets) on one Celery worker process and on two.
 
     python benchmarks/matrix.py [--workers 1 2] [--targets SPEC ...] [--backends NAME ...]
-                                [--keep]
+                                [--pin] [--keep]
 
 Backends: torch_openreg (``backend/``), the tiny C++ fixture backend
 (``tests/fixtures/backends/tiny``) and a Python-only backend (``tests/support/pyonly.py``).
@@ -16,6 +16,12 @@ step's share of the summed step time, the bytes of each torch env (alone, then a
 together: hard links count once), how many provisions reused a cached env, and the
 verdicts. Target (issue #19): two workers <= 0.6x the wall time of one. The load average
 is printed: the machine may be shared.
+
+A worker uses every core it may run on (ninja's jobs, the test step's processes), so on a
+machine with as many cores as the largest worker count one worker already fills it and a
+second only contends. ``--pin`` gives each worker process its own share of the cores
+(cores // the largest worker count, by CPU affinity), as a deployment gives each worker
+its own machine or cgroup: the ratio then says how a matrix spreads over workers.
 
 Needs Postgres at 127.0.0.1:5432 (user postgres) and Redis at 127.0.0.1:6379.
 """
@@ -86,15 +92,19 @@ def drop_database(url: str) -> None:
     admin.dispose()
 
 
-def start_workers(count: int, env: dict[str, str], logs: Path) -> list[subprocess.Popen[bytes]]:
+def start_workers(
+    count: int, env: dict[str, str], logs: Path, cores: list[set[int]] | None = None
+) -> list[subprocess.Popen[bytes]]:
     procs = []
     for n in range(count):
         log = (logs / f"worker-{n}.log").open("wb")
+        mine = cores[n] if cores else None
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
              "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"matrix{n}@%h",
              "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=(lambda mine=mine: os.sched_setaffinity(0, mine)) if mine else None,
         ))
     deadline = time.monotonic() + 120
     while not all(b"ready" in (logs / f"worker-{n}.log").read_bytes() for n in range(count)):
@@ -124,8 +134,16 @@ def du_bytes(*paths: Path) -> int:
     return int(out.stdout.splitlines()[-1].split()[0]) if out.stdout else 0
 
 
+def core_shares(workers: int, largest: int) -> list[set[int]]:
+    """``workers`` disjoint sets of cores, each the size one of ``largest`` workers gets."""
+    available = sorted(os.sched_getaffinity(0))
+    each = max(1, len(available) // largest)
+    return [set(available[n * each:(n + 1) * each]) or {available[-1]} for n in range(workers)]
+
+
 def one_matrix(
-    workers: int, targets: list[str], backend_names: list[str], tmp: Path
+    workers: int, targets: list[str], backend_names: list[str], tmp: Path,
+    cores: list[set[int]] | None = None,
 ) -> dict[str, object]:
     home = tmp / f"home-{workers}"
     logs = tmp / f"logs-{workers}"
@@ -140,7 +158,7 @@ def one_matrix(
         "OOTCI_HOME": str(home), "OOTCI_DATABASE_URL": db_url, "OOTCI_BROKER_URL": REDIS_URL,
         "PYTHONUNBUFFERED": "1",
     })
-    procs = start_workers(workers, env, logs)
+    procs = start_workers(workers, env, logs, cores)
     try:
         with session_scope(engine) as s:
             run_ids = []
@@ -222,14 +240,19 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--targets", nargs="+", default=TARGETS)
     parser.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS)
+    parser.add_argument("--pin", action="store_true",
+                        help="each worker on its own share of the cores (CPU affinity)")
     parser.add_argument("--keep", action="store_true", help="keep the homes and logs")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ootci-matrix-"))
     walls = {}
     try:
         for count in args.workers:
-            result = one_matrix(count, args.targets, args.backends, tmp)
+            cores = core_shares(count, max(args.workers)) if args.pin else None
+            result = one_matrix(count, args.targets, args.backends, tmp, cores)
             walls[count] = float(result["wall"])  # type: ignore[arg-type]
+            if cores:
+                print(f"\n(pinned: worker cores {[sorted(c) for c in cores]})")
             report(count, result)
     finally:
         if args.keep:
