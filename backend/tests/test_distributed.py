@@ -39,10 +39,12 @@ def _worker(rank: int, world: int, store: str, backend: str, body: Callable[[int
 # Ranks fork from a server that imported torch once per test process: a fresh
 # interpreter per rank would spend its time importing torch, not in occl.
 mp.set_forkserver_preload(["torch"])
+_start_method = "forkserver"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _forkserver(tmp_path_factory: pytest.TempPathFactory) -> None:
+    global _start_method
     # The server is a `python -c` process, so its cwd leads its sys.path: started from
     # backend/, its `import torch` would autoload the source tree's torch_openreg (see
     # conftest.py). Ranks get the test process's sys.path back when they start.
@@ -50,6 +52,9 @@ def _forkserver(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.chdir(tmp_path_factory.mktemp("forkserver"))
     try:
         forkserver.ensure_running()
+    except OSError:
+        # Its socket lives in $TMPDIR, and a deep one is over AF_UNIX's 108 bytes.
+        _start_method = "spawn"
     finally:
         os.chdir(here)
 
@@ -57,7 +62,7 @@ def _forkserver(tmp_path_factory: pytest.TempPathFactory) -> None:
 def spawn(body: Callable[[int, int], None], world: int, tmp_path: Path,
           backend: str = "occl") -> None:
     mp.start_processes(_worker, args=(world, str(tmp_path / "store"), backend, body),
-                       nprocs=world, join=True, start_method="forkserver")
+                       nprocs=world, join=True, start_method=_start_method)
 
 
 def dev() -> torch.device:
