@@ -579,7 +579,9 @@ def _test_step(
 ) -> TestRunOutcome:
     with ctx.step(StepName.TEST) as (sink, outcomes):
         sandbox = _suite_sandbox(ctx, recipe, env, build_dir, ctx.run_dir / "test")
-        result = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox) or run_tests(
+        file_seconds = _file_seconds(ctx)
+        sharded = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox, file_seconds)
+        result = sharded or run_tests(
             recipe,
             env,
             ctx.run_dir / "test",
@@ -592,7 +594,7 @@ def _test_step(
             sandbox=sandbox,
             processes=ctx.settings.test_processes or default_processes(),
             masker=ctx.masker,
-            file_seconds=_file_seconds(ctx),
+            file_seconds=file_seconds,
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
@@ -623,6 +625,7 @@ def _sharded_tests(
     build_dir: Path,
     sink: LogSink,
     sandbox: StepSandbox,
+    file_seconds: dict[str, float],
 ) -> TestRunOutcome | None:
     """The test step split over workers when sharding is on and the suite is large enough;
     None: run it here (a rerun of named failures is never sharded)."""
@@ -631,7 +634,7 @@ def _sharded_tests(
     return run_sharded(
         ctx.engine, ctx.settings, ctx.run_id, ctx.worker_id, recipe, env, build_dir,
         ctx.run_dir / "test", sink, dispatch=ctx.dispatch_shards, sandbox=sandbox,
-        check_lease=ctx.check_lease, masker=ctx.masker,
+        check_lease=ctx.check_lease, masker=ctx.masker, file_seconds=file_seconds,
     )
 
 

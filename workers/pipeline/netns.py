@@ -38,5 +38,6 @@ def enter(new_user_namespace: bool) -> None:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        name, current = struct.unpack(_IFREQ, fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0)))
-        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, name, current | _IFF_UP))
+        asked = fcntl.ioctl(sock, _SIOCGIFFLAGS, struct.pack(_IFREQ, b"lo", 0))
+        name, flags_now = struct.unpack(_IFREQ, asked)
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, name, flags_now | _IFF_UP))

@@ -235,9 +235,8 @@ class StepSandbox:
     bwrap: str | None = None
     bwrap_userns: bool = False
     read_only_root: bool = False
+    # False: no network. Without bwrap the child makes its own namespace (``netns.enter``).
     network: bool = True
-    # Without bwrap: enter a private network namespace in the child (``netns.enter``).
-    netns: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
@@ -309,7 +308,7 @@ class StepSandbox:
     def preexec(self) -> Callable[[], None] | None:
         if self.limits is None:
             return None
-        private_network = not self.network and self.bwrap is None and self.netns
+        private_network = not self.network and self.bwrap is None
         return _preexec(self.limits.rlimits(), private_network, self.bwrap_userns)
 
     def disk_budget(self) -> DiskBudget | None:
@@ -485,6 +484,5 @@ def sandbox_for_tests(
         bwrap_userns=support.bwrap_userns,
         read_only_root=support.bwrap is not None,
         network=support.bwrap is None and not support.netns,
-        netns=support.netns,
         notes=tuple(notes),
     )

@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +37,7 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import Outcome
 from service.domain.torch_spec import SourceKind
-from service.models import Run, ShardState, TestShard
-from service.queries.test_timings import seconds_per_file
+from service.models import ShardState, TestShard
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.logsink import LogSink
 from workers.pipeline.masking import SecretMasker, settings_secrets
@@ -47,8 +46,14 @@ from workers.pipeline.pytest_plugin import PLUGIN_DIR
 from workers.pipeline.recipe import load_recipe
 from workers.pipeline.run_env import shared_read_only
 from workers.pipeline.sandbox import StepSandbox, sandbox_for_tests
-from workers.pipeline.testing import keyed_by_path, list_test_files, outcome_of, run_tests
-from workers.pipeline.testing_parallel import PartResult, default_processes, merge, partition
+from workers.pipeline.testing import list_test_files, outcome_of, run_tests
+from workers.pipeline.testing_parallel import (
+    PartResult,
+    default_processes,
+    keyed_by_path,
+    merge,
+    partition,
+)
 from workers.pipeline.types import Recipe, TestRecord, TestRunOutcome, TorchEnv
 
 log = logging.getLogger(__name__)
@@ -237,16 +242,17 @@ def run_sharded(
     sandbox: StepSandbox | None,
     check_lease: Callable[[], None],
     masker: SecretMasker | None = None,
+    file_seconds: Mapping[str, float] | None = None,
 ) -> TestRunOutcome | None:
-    """The owner's side: shard the suite, run shards until every one is done, merge.
+    """The owner's side: shard the suite (balanced by ``file_seconds``, as ``run_tests``
+    balances its processes), run shards until every one is done, merge.
     None when the suite is too small to shard (the caller runs the usual test step)."""
     files = list_test_files(recipe, env, work_dir / "listing", step_log,
                             build_dir=build_dir, sandbox=sandbox)
     if len(files) < max(2, settings.test_shard_min_files):
         return None
-    with session_scope(engine) as s:
-        seconds = seconds_per_file(s, s.get_one(Run, run_id))
-    parts = partition(files, settings.test_shards, keyed_by_path(seconds, files, recipe.source_dir))
+    seconds = keyed_by_path(file_seconds or {}, files, recipe.source_dir)
+    parts = partition(files, settings.test_shards, seconds)
     with session_scope(engine) as s:
         indexes = create_shards(s, run_id, parts, artefact_of(recipe, env, build_dir))
     step_log.write(

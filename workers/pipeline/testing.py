@@ -42,7 +42,7 @@ from workers.pipeline.procs import (
 from workers.pipeline.pytest_plugin import PLUGIN_DIR, PLUGIN_MODULE
 from workers.pipeline.recipe import expand
 from workers.pipeline.sandbox import DiskBudget, StepSandbox, combine
-from workers.pipeline.testing_parallel import PartResult, partition, run_parts
+from workers.pipeline.testing_parallel import PartResult, keyed_by_path, partition, run_parts
 from workers.pipeline.types import (
     Recipe,
     StepOutcome,
@@ -558,15 +558,6 @@ def _parts(
         lister.log.write(f"ootci: parts balanced by the backend's previous run: {len(seconds)} of "
                          f"{len(files)} file(s) timed, the others weighed by size")
     return partition(files, processes, seconds)
-
-
-def keyed_by_path(
-    file_seconds: Mapping[str, float], files: Sequence[str], root: Path
-) -> dict[str, float]:
-    """``file_seconds`` (keyed as pytest names files: relative to the suite's root) keyed
-    by the listing's absolute paths."""
-    listed = {os.path.relpath(f, root): f for f in files}
-    return {listed[name]: s for name, s in file_seconds.items() if name in listed}
 
 
 def _listed_files(lister: _Runner) -> list[str]:

@@ -71,12 +71,20 @@ def partition(
 
 
 def _expected_seconds(files: Sequence[str], seconds: Mapping[str, float]) -> dict[str, float]:
+    size = {f: max(_size(f), 1) for f in files}
     timed = [f for f in files if f in seconds]
-    timed_bytes = sum(max(_size(f), 1) for f in timed)
     # Untimed files cost what their bytes cost in the timed ones (1 unit/byte with none).
-    rate = sum(seconds[f] for f in timed) / timed_bytes if timed and timed_bytes else 1.0
-    rate = rate or 1.0
-    return {f: seconds[f] if f in seconds else max(_size(f), 1) * rate for f in files}
+    rate = sum(seconds[f] for f in timed) / sum(size[f] for f in timed) if timed else 0.0
+    return {f: seconds[f] if f in seconds else size[f] * (rate or 1.0) for f in files}
+
+
+def keyed_by_path(
+    file_seconds: Mapping[str, float], files: Sequence[str], root: Path
+) -> dict[str, float]:
+    """``file_seconds`` (keyed as pytest names files: relative to the suite's root) keyed
+    by the listing's absolute paths, as ``partition`` takes them."""
+    listed = {os.path.relpath(f, root): f for f in files}
+    return {listed[name]: s for name, s in file_seconds.items() if name in listed}
 
 
 def _size(path: str) -> int:
