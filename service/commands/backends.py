@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.commands.upsert import insert_or_ignore
 from service.models import Backend, BackendChange, Run
 
 
@@ -28,11 +29,13 @@ def register_backend(
 ) -> Backend:
     """The backend ``name`` from ``source``: created (and recorded) when new, as it is when
     ``source`` is already its source, re-pointed (and recorded) only with ``re_register``."""
-    backend = session.scalar(select(Backend).where(Backend.name == name))
-    if backend is None:
-        backend = Backend(name=name, source=source, recipe={})
-        session.add(backend)
-        session.flush()
+    # Insert-or-ignore then read: of concurrent first registrations of one name (eight
+    # `ootci run`s started together) one inserts and records, the others find its row.
+    added = insert_or_ignore(
+        session, Backend, {"name": name, "source": source, "recipe": {}}, conflict_on=["name"]
+    )
+    backend = session.scalars(select(Backend).where(Backend.name == name)).one()
+    if added is not None:
         _record(session, backend, changed_by, "registered", None)
         return backend
     if backend.source == source:
