@@ -15,7 +15,9 @@ and the clock stops at the last verdict. Printed: wall time to the last verdict,
 step's share of the summed step time, the bytes of each torch env (alone, then all envs
 together: hard links count once), how many provisions reused a cached env, and the
 verdicts. Target (issue #19): two workers <= 0.6x the wall time of one. The load average
-is printed: the machine may be shared.
+is printed: the machine may be shared. So is how busy the cores were: if one worker
+already kept the machine's cores busy, the same work on two workers cannot take less
+than that share of its time (the printed floor).
 
 A worker uses every core it may run on (ninja's jobs, the test step's processes), so on a
 machine with as many cores as the largest worker count one worker already fills it and a
@@ -47,6 +49,7 @@ import redis  # noqa: E402
 from sqlalchemy import select, text  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
+from benchmarks.cpu_meter import CpuMeter, CpuUse  # noqa: E402
 from service.commands.runs import create_run, get_or_create_backend  # noqa: E402
 from service.db import make_engine, session_scope  # noqa: E402
 from service.dispatch import CeleryDispatcher  # noqa: E402
@@ -167,21 +170,15 @@ def one_matrix(
                 run_ids += [create_run(s, backend, t, trigger="benchmark").id for t in targets]
         load_before = os.getloadavg()[0]
         start = time.monotonic()
-        dispatcher = CeleryDispatcher(REDIS_URL)
-        for run_id in run_ids:
-            dispatcher.enqueue_run(run_id)
-        dispatcher.close()
-        while True:
-            with Session(engine) as s:
-                states = list(s.scalars(select(Run.state).where(Run.id.in_(run_ids))))
-            if all(RunState(state).finished for state in states):
-                break
-            if time.monotonic() - start > 4 * 3600:
-                sys.exit(f"the matrix did not finish in 4 h; see {logs}")
-            time.sleep(1)
+        with CpuMeter() as meter:
+            dispatcher = CeleryDispatcher(REDIS_URL)
+            for run_id in run_ids:
+                dispatcher.enqueue_run(run_id)
+            dispatcher.close()
+            wait_for_verdicts(engine, run_ids, start, logs)
         wall = time.monotonic() - start
         load_after = os.getloadavg()[0]
-        return {"wall": wall, "load": (load_before, load_after),
+        return {"wall": wall, "load": (load_before, load_after), "cpu": meter.use,
                 **_facts(engine, run_ids, home)}
     finally:
         stop(procs)
@@ -189,6 +186,17 @@ def one_matrix(
         broker.flushdb()
         broker.close()
         drop_database(db_url)
+
+
+def wait_for_verdicts(engine: object, run_ids: list[int], start: float, logs: Path) -> None:
+    while True:
+        with Session(engine) as s:  # type: ignore[arg-type]
+            states = list(s.scalars(select(Run.state).where(Run.id.in_(run_ids))))
+        if all(RunState(state).finished for state in states):
+            return
+        if time.monotonic() - start > 4 * 3600:
+            sys.exit(f"the matrix did not finish in 4 h; see {logs}")
+        time.sleep(1)
 
 
 def _facts(engine: object, run_ids: list[int], home: Path) -> dict[str, object]:
@@ -222,6 +230,8 @@ def report(workers: int, result: dict[str, object]) -> None:
     load = result["load"]
     print(f"\n== {workers} worker process(es): {wall:.0f} s to the last verdict "
           f"(load 1 min before/after: {load[0]:.2f}/{load[1]:.2f})")  # type: ignore[index]
+    cpu: CpuUse = result["cpu"]  # type: ignore[assignment]
+    print(f"   cores: {cpu.line()}")
     print("   step share of summed step time: " + ", ".join(
         f"{name} {sec:.0f} s ({100 * sec / total:.0f}%)" for name, sec in sorted(step_s.items())))
     runs = len(result["runs"])  # type: ignore[arg-type]
@@ -246,11 +256,14 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ootci-matrix-"))
     walls = {}
+    busy_share = {}
     try:
         for count in args.workers:
             cores = core_shares(count, max(args.workers)) if args.pin else None
             result = one_matrix(count, args.targets, args.backends, tmp, cores)
             walls[count] = float(result["wall"])  # type: ignore[arg-type]
+            cpu: CpuUse = result["cpu"]  # type: ignore[assignment]
+            busy_share[count] = cpu.busy_cores / cpu.cores
             if cores:
                 print(f"\n(pinned: worker cores {[sorted(c) for c in cores]})")
             report(count, result)
@@ -260,7 +273,8 @@ def main() -> None:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     if 1 in walls and 2 in walls:
-        print(f"\nratio two workers / one: {walls[2] / walls[1]:.2f}  (target <= 0.6)")
+        print(f"\nratio two workers / one: {walls[2] / walls[1]:.2f}  (target <= 0.6; "
+              f"floor on this machine {busy_share[1]:.2f}: one worker kept that share of the cores busy)")
 
 
 if __name__ == "__main__":

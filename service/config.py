@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     )
     rerun_failed_tests: bool = Field(True, description="Rerun failing tests once to spot flakes.")
     cache_max_age_days: int = Field(
-        7, ge=1, description="Torch envs and build dirs unused this long are removed before a run."
+        7, ge=1, description="Torch envs, build dirs, git mirrors and run dirs unused this long are removed before a run."
     )
     cache_keep: int = Field(
         3, ge=0, description="The most recently used envs (and build dirs) kept whatever their age."

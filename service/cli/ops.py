@@ -62,8 +62,8 @@ def gc(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; remove nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Remove torch environments and build dirs of the cache that have not been used for a
-    while (every run also does this before it provisions)."""
+    """Remove torch environments, build dirs, git mirrors and run dirs that have not been
+    used for a while (every run also does this before it provisions)."""
     from workers.pipeline.cache_gc import collect_garbage_per_settings
 
     try:

@@ -4,9 +4,6 @@ import: split over two pytest processes it records what the serial step records.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,8 @@ from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.execute import execute_run
 from workers.pipeline.testing import RESULTS_FILE
 from workers.pipeline.types import TestRunOutcome
+
+pytest_plugins = ["tests.support.dirs"]
 
 __all__ = ["installed"]  # the module-scoped fixture, shared with the serial tests
 
@@ -152,15 +151,6 @@ def test_files_named_on_the_command_line_run_in_one_part_each(
     assert len(result.results) == 4 and result.step.summary == "4 passed"
     parts = [_started(tmp_path / "work" / f"part-{i}" / RESULTS_FILE) for i in (0, 1)]
     assert len(parts[0]) == len(parts[1]) == 2 and not parts[0] & parts[1]
-
-
-@pytest.fixture
-def world_readable_dir() -> Iterator[Path]:
-    """pytest's tmp dirs are 0700 under root: the sandbox uid could not read the backend."""
-    base = Path(tempfile.mkdtemp(prefix="ootci-parallel-"))
-    base.chmod(0o755)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_pipeline_runs_the_parts_in_its_sandbox(world_readable_dir: Path) -> None:

@@ -1,17 +1,21 @@
-"""Garbage collection of the cache dir: torch environments and backend build dirs.
+"""Garbage collection of what a worker keeps on disk: torch environments, backend build
+dirs and git mirrors in the cache dir, and the runs' own dirs in the work dir.
 
 A nightly spec provisions a new torch environment every night (several GB for a CUDA
-wheel) and every backend push gets a new build dir, so a worker's disk fills within
-weeks unless something removes what is no longer used. Whatever provisions or reuses an
-env, or builds in a build dir, stamps it (:func:`stamp`); :func:`collect_garbage` removes
+wheel), every backend push gets a new build dir, and every run leaves its dir behind (its
+private venv, HOME and TMPDIR: some 150 MB for torch_openreg, mostly Inductor's kernel
+cache), so a worker's disk fills within weeks unless something removes what is no longer
+used. Whatever provisions or reuses an env, builds in a build dir, fetches into a mirror
+or opens a step of a run stamps it (:func:`stamp`); :func:`collect_garbage` removes
 entries whose stamp is older than ``max_age``, always keeping the ``keep`` most recently
-used of each kind, and the build dirs of every env it removes.
+used of each kind, and the build dirs of every env it removes. A run's logs are in the
+database, not only in its dir, so removing the dir loses no log.
 
 Safety: ``max_age`` is at least a day, far longer than a run (three steps with their own
-timeouts), so an env stamped when a running run provisioned it is never old. An env is
-removed only under its provisioning lock, taken without waiting: one being provisioned
-right now is skipped, and a reuse that stamped it in the meantime is seen. The lock files
-stay: a process may already hold the path open to wait on it.
+timeouts), so an entry stamped by a running run is never old. An env or a mirror is
+removed only under its lock (the one provisioning or fetching takes), taken without
+waiting: one in use right now is skipped, and a reuse that stamped it in the meantime is
+seen. The lock files stay: a process may already hold the path open to wait on it.
 """
 
 from __future__ import annotations
@@ -49,10 +53,15 @@ def stamp(entry: Path) -> None:
     (entry / STAMP).touch()
 
 
+def mirror_lock(mirror: Path) -> Path:
+    """The lock a fetch into ``mirror`` holds (source_tree.py) and the GC takes."""
+    return mirror.with_suffix(".lock")
+
+
 @dataclass(frozen=True)
 class Removed:
     path: Path
-    kind: str  # "env" | "build"
+    kind: str  # "env" | "build" | "mirror" | "run"
     size_bytes: int
     last_used: float  # epoch seconds
 
@@ -113,6 +122,28 @@ def _builds(cache_dir: Path) -> list[Path]:
     return sorted(b for recipe in root.iterdir() if recipe.is_dir() for b in recipe.iterdir() if b.is_dir())
 
 
+def _mirrors(cache_dir: Path) -> list[Path]:
+    root = cache_dir / "git"
+    return sorted(p for p in root.glob("*.git") if p.is_dir()) if root.is_dir() else []
+
+
+def _run_dirs(work_dir: Path | None) -> list[Path]:
+    root = work_dir / "runs" if work_dir is not None else None
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root is not None and root.is_dir() else []
+
+
+@contextlib.contextmanager
+def _unless_busy(lock_path: Path) -> Iterator[bool]:
+    """Hold ``lock_path`` exclusively, or yield False at once if someone else holds it."""
+    with lock_path.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
 def _expired(entries: list[Path], cutoff: float, keep: int) -> Iterator[tuple[Path, float]]:
     by_recency = sorted(((e, _last_used(e)) for e in entries), key=lambda pair: -pair[1])
     for entry, used in by_recency[keep:]:
@@ -123,6 +154,7 @@ def _expired(entries: list[Path], cutoff: float, keep: int) -> Iterator[tuple[Pa
 def collect_garbage(
     cache_dir: Path,
     *,
+    work_dir: Path | None = None,
     max_age: dt.timedelta,
     keep: int,
     dry_run: bool = False,
@@ -139,10 +171,8 @@ def collect_garbage(
     removed_env_keys: set[str] = set()
 
     for env, used in _expired(envs, cutoff, keep):
-        with (env.parent / f"{env.name}.lock").open("a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with _unless_busy(env.parent / f"{env.name}.lock") as free:
+            if not free:
                 report.skipped_busy.append(env)
                 continue
             if _last_used(env) >= cutoff:  # reused while we were looking
@@ -155,6 +185,19 @@ def collect_garbage(
                     _rmtree(env)
                 (env.parent / f"{env.name}.manifest.json").unlink(missing_ok=True)
 
+    mirrors = _mirrors(cache_dir)
+    for mirror, used in _expired(mirrors, cutoff, keep):
+        with _unless_busy(mirror_lock(mirror)) as free:
+            if not free:
+                report.skipped_busy.append(mirror)
+                continue
+            if _last_used(mirror) >= cutoff:
+                continue
+            report.removed.append(Removed(mirror, "mirror", _size(mirror), used))
+            if not dry_run:
+                log(f"ootci gc: removing git mirror {mirror}")
+                shutil.rmtree(mirror, ignore_errors=True)
+
     builds = _builds(cache_dir)
     # The build dirs of a removed env go with it.
     orphaned = {b for b in builds if any(key.startswith(_env_prefix(b)) for key in removed_env_keys)}
@@ -165,8 +208,17 @@ def collect_garbage(
             log(f"ootci gc: removing build dir {build}")
             shutil.rmtree(build, ignore_errors=True)
 
+    runs = _run_dirs(work_dir)
+    for run_dir, used in _expired(runs, cutoff, keep):
+        report.removed.append(Removed(run_dir, "run", _size(run_dir), used))
+        if not dry_run:
+            log(f"ootci gc: removing run dir {run_dir}")
+            # A test step may have left read-only dirs (a suite's fixtures, a venv's).
+            with contextlib.suppress(OSError):
+                _rmtree(run_dir)
+
     gone = {r.path for r in report.removed}
-    report.kept = sum(1 for e in envs + builds if e not in gone)
+    report.kept = sum(1 for e in envs + mirrors + builds + runs if e not in gone)
     return report
 
 
@@ -183,6 +235,7 @@ def collect_garbage_per_settings(
     days = settings.cache_max_age_days if max_age_days is None else max_age_days
     return collect_garbage(
         settings.resolved_cache_dir,
+        work_dir=settings.resolved_work_dir,
         max_age=dt.timedelta(days=days),
         keep=settings.cache_keep if keep is None else keep,
         dry_run=dry_run,

@@ -224,7 +224,7 @@ class _RunContext:
         """Open a step: a committed row + a streaming log; the caller appends its outcome.
         The row is closed whatever happens inside (a full disk, a database outage)."""
         self.check_lease()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        stamp(self.run_dir)  # in use: the cache GC leaves it alone for a day at least
         log_path = self.run_dir / self.log_name(name)
         started = utcnow()
         step_ids: list[int] = []

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from service.commands.backend_sources import git_environ, is_git_url
 from workers.pipeline.backend_source import backend_sha, source_key
+from workers.pipeline.cache_gc import mirror_lock, stamp
 from workers.pipeline.types import PipelineError, UsageError
 
 GIT_TIMEOUT_S = 600
@@ -100,10 +101,11 @@ def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) ->
     A pinned sha already in the mirror needs no network; one that is not is fetched by
     itself, shallow."""
     mirror = mirror_dir(cache_dir, url)
-    with _locked(mirror.with_suffix(".lock")):
+    with _locked(mirror_lock(mirror)):
         if not (mirror / "HEAD").exists():
             mirror.mkdir(parents=True, exist_ok=True)
             _git(["init", "--quiet", "--bare", str(mirror)])
+        stamp(mirror)
         if sha is not None and _has_commit(mirror, sha):
             return mirror, sha
         if sha is not None:

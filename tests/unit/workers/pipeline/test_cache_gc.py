@@ -1,6 +1,7 @@
-"""The cache GC removes torch envs and build dirs nobody used for a while, keeps the
-most recent ones whatever their age, never touches an env being provisioned, and takes
-the build dirs of the envs it removes with it."""
+"""The cache GC removes torch envs, build dirs, git mirrors and run dirs nobody used for a
+while, keeps the most recent ones whatever their age, never touches an env being
+provisioned or a mirror being fetched into, and takes the build dirs of the envs it
+removes with it."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.git_repos import make_remote
 from tests.support.paths import REPO_ROOT
-from workers.pipeline.cache_gc import STAMP, build_dir, collect_garbage
+from workers.pipeline.cache_gc import STAMP, build_dir, collect_garbage, mirror_lock
+from workers.pipeline.source_tree import fetch_commit
 
 ROOT = REPO_ROOT
 DAY = 86400.0
@@ -79,6 +82,49 @@ def test_an_env_being_provisioned_is_skipped(tmp_path: Path) -> None:
         report = collect_garbage(tmp_path, max_age=WEEK, keep=0, now=NOW)
     assert report.removed == [] and report.skipped_busy == [env]
     assert env.exists()
+
+
+def backdate(entry: Path, age_days: float) -> None:
+    when = NOW - age_days * DAY
+    os.utime(entry / STAMP, (when, when))
+
+
+def test_a_fetch_stamps_its_mirror_and_an_old_mirror_goes_unless_a_fetch_holds_it(tmp_path: Path) -> None:
+    remote = make_remote(tmp_path / "remote")
+    (remote.work / "README").write_text("x\n")
+    sha = remote.push("first")
+    cache = tmp_path / "cache"
+    mirror, fetched = fetch_commit(cache, remote.url, "main", None)
+    assert fetched == sha and NOW - (mirror / STAMP).stat().st_mtime < 60
+
+    backdate(mirror, 30)
+    with mirror_lock(mirror).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        busy = collect_garbage(cache, max_age=WEEK, keep=0, now=NOW)
+    assert busy.removed == [] and busy.skipped_busy == [mirror] and mirror.exists()
+
+    report = collect_garbage(cache, max_age=WEEK, keep=0, now=NOW)
+    assert [(r.path, r.kind) for r in report.removed] == [(mirror, "mirror")]
+    assert not mirror.exists()
+    # The next run fetches afresh.
+    assert fetch_commit(cache, remote.url, None, sha) == (mirror, sha)
+
+
+def test_old_run_dirs_go_read_only_parts_and_all_the_recent_ones_stay(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    old, recent, newest = (make_entry(work / "runs" / str(n), age) for n, age in ((1, 30), (2, 3), (3, 0)))
+    # A suite may leave a dir without its write bit; a non-root worker must still remove it.
+    frozen = old / "tmp" / "frozen"
+    frozen.mkdir(parents=True)
+    (frozen / "kernel.so").write_bytes(b"\0" * 4096)
+    frozen.chmod(0o555)
+
+    report = collect_garbage(tmp_path / "cache", work_dir=work, max_age=WEEK, keep=1, now=NOW)
+
+    assert [(r.path, r.kind) for r in report.removed] == [(old, "run")]
+    assert report.freed_bytes >= 4096 + 1000
+    assert not old.exists() and recent.exists() and newest.exists()
+    assert report.kept == 2
 
 
 def test_unstamped_entries_count_from_their_mtime(tmp_path: Path) -> None:
