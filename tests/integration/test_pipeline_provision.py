@@ -8,6 +8,7 @@ genuine wheel named ``torch`` (built here) served from a PEP 503 index on 127.0.
 from __future__ import annotations
 
 import base64
+import fcntl
 import functools
 import hashlib
 import http.server
@@ -367,6 +368,57 @@ def test_uv_hard_links_envs_from_the_shared_package_cache(index: str, tmp_path: 
     )
     assert second.python != first.python
     assert _site_file(second, "torch/version.py").stat().st_ino == version_py.stat().st_ino
+
+
+def _provision_in_thread(
+    spec: str, cache_dir: Path, packages: Path, log: Path
+) -> tuple[threading.Thread, list[TorchEnv]]:
+    made: list[TorchEnv] = []
+
+    def work() -> None:
+        with LogSink(log) as sink:
+            made.append(provision(parse_spec(spec), cache_dir, sink, package_cache=packages))
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread, made
+
+
+def _wait_for_line(log: Path, text: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, f"{log}: no {text!r} in\n" + (
+            log.read_text() if log.exists() else "(no log)")
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_new_envs_take_turns_at_the_package_cache_and_share_what_both_need(
+    index: str, tmp_path: Path
+) -> None:
+    # Two workers, one package cache, two torches neither has seen: an install already
+    # holds the cache, so both queue; then numpy (and the other tools) are unpacked once,
+    # by whichever goes first, and linked into both envs.
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    logs = [tmp_path / f"{n}.log" for n in (0, 1)]
+    with (packages / "uv.install.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        runs = [_provision_in_thread(f"pip:torch=={version}@@{index}", tmp_path / f"w{n}", packages,
+                                     logs[n])
+                for n, version in enumerate((OLD_NIGHTLY, NEW_NIGHTLY))]
+        for log in logs:
+            _wait_for_line(log, "waiting for another install into the package cache")
+        time.sleep(1)
+        assert all(thread.is_alive() and not made for thread, made in runs)
+        assert not list(tmp_path.glob(f"w*/envs/*/{MARKER}"))
+    for thread, _ in runs:
+        thread.join(600)
+    (old,), (new,) = (made for _, made in runs)
+    assert (old.version, new.version) == (OLD_NIGHTLY, NEW_NIGHTLY)
+    for shared in ("numpy/__init__.py", "pytest/__init__.py", "setuptools/__init__.py"):
+        assert _site_file(old, shared).stat().st_ino == _site_file(new, shared).stat().st_ino, shared
+    assert all("waited" in log.read_text() for log in logs)
 
 
 @pytest.mark.slow

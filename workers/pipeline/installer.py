@@ -7,6 +7,13 @@ of the wheel. The cache is a setting (``Settings.package_cache_dir``): per worke
 default, or a volume the workers of a deployment share, so a wheel is fetched once for all
 of them. Hard links need the cache and the envs on one filesystem; on another, uv copies.
 
+uv does not stop two of its processes unpacking the same new wheel into one cache at the
+same moment: each links its env to its own copy (measured: two CUDA torches provisioned at
+once shared none of their 2.2 GB of common packages). So installs into a package cache
+take turns (:meth:`Installer.taking_turns`): the second finds the first's wheels unpacked
+and links them. Only a new torch env installs into the cache, so a wait is rare, and the
+wait is for the very download the waiting install would otherwise repeat.
+
 The linked files are the cache's own inodes: whatever writes into an env's file writes into
 the cache and into every other env linked from it. ``envcache.py`` makes a finished env
 read-only and the sandbox mounts it read-only; runs never write into it (``run_env.py``).
@@ -16,8 +23,12 @@ pip stays the fallback when uv is missing: a full copy per env, pip's download c
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +69,25 @@ class Installer:
             return {"UV_CACHE_DIR": str(self.cache_dir), "UV_LINK_MODE": "hardlink",
                     "UV_SKIP_WHEEL_FILENAME_CHECK": "1"}
         return {"PIP_CACHE_DIR": str(self.cache_dir)}
+
+    @contextmanager
+    def taking_turns(self, log: Callable[[str], None]) -> Iterator[None]:
+        """Held around an install into the package cache (see the module docstring). pip
+        copies every file into the env anyway: nothing to share, no turn to take."""
+        if self.uv is None:
+            yield
+            return
+        self.package_cache.mkdir(parents=True, exist_ok=True)
+        with (self.package_cache / f"{self.name}.install.lock").open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log(f"ootci: waiting for another install into the package cache {self.cache_dir}"
+                    " (its wheels are then linked, not unpacked again)")
+                started = time.monotonic()
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                log(f"ootci: waited {time.monotonic() - started:.0f} s for the package cache")
+            yield
 
     def create_venv(self, venv: Path) -> list[str]:
         if self.uv is not None:

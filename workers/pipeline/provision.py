@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -156,9 +157,12 @@ def _create_venv(
     environ.pop("PYTHONPATH", None)  # the venv must see its own site-packages only
     log.write(f"ootci: installing with {installer.name} (package cache {installer.cache_dir})")
     for cmd, what in ((create, "create the venv"), (install, "install torch")):
-        result = run_streaming(
-            cmd, cwd=venv.parent, env=environ, log=log, timeout_s=PIP_TIMEOUT_S
-        )
+        # A fresh install bypasses the package cache: nothing to share with another.
+        turn = installer.taking_turns(log.write) if cmd is install and not fresh else nullcontext()
+        with turn:
+            result = run_streaming(
+                cmd, cwd=venv.parent, env=environ, log=log, timeout_s=PIP_TIMEOUT_S
+            )
         if result.returncode != 0:
             raise ProvisionError(
                 f"could not {what} for torch {artifact.version}: "
