@@ -75,12 +75,21 @@ class LogStream:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.every_s)
+            woken = self._wake.wait(self.every_s)
             self._wake.clear()
-            self._flush()
-        self._flush()
+            with self._lock:
+                waiting = len(self._pending)
+            # Bytes appended while a row was being stored counted that row's too: a wake
+            # with less than a batch waiting is for what is already stored.
+            if woken and not self._stop.is_set() and waiting < self.batch_bytes:
+                continue
+            self._flush(drain=False)
+        self._flush(drain=True)
 
-    def _flush(self) -> None:
+    def _flush(self, *, drain: bool) -> None:
+        """Store what is waiting; then, unless ``drain``, go on only while a whole batch is
+        waiting: the bytes written meanwhile wait for their batch or the timer, not a row of
+        their own each."""
         while True:
             with self._lock:
                 data = bytes(self._pending[:_MAX_ROW_BYTES])
@@ -100,5 +109,8 @@ class LogStream:
                 return  # the bytes stay waiting for the next try
             with self._lock:
                 del self._pending[: len(data)]
+                waiting = len(self._pending)
             self._seq += 1
             self._sent += len(data)
+            if not drain and waiting < self.batch_bytes:
+                return
