@@ -16,12 +16,11 @@ from dataclasses import dataclass
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _busy_and_total_ticks() -> tuple[int, int]:
+def _busy_ticks() -> int:
     with open("/proc/stat") as stat:
         fields = [int(v) for v in stat.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    total = sum(fields[:8])  # guest time is already inside user
-    return total - idle, total
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields[:8]) - idle  # guest time is already inside user
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,12 @@ class CpuUse:
     def busy_cores(self) -> float:
         """Cores busy on average over the stretch."""
         return self.busy_cpu_s / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def busy_share(self) -> float:
+        """The share of the cores busy on average: on more workers, the same work cannot
+        take less than this share of the time."""
+        return self.busy_cores / self.cores
 
     @property
     def floor_s(self) -> float:
@@ -50,13 +55,12 @@ class CpuMeter:
 
     def __enter__(self) -> CpuMeter:
         self._start_wall = time.monotonic()
-        self._start_busy, _ = _busy_and_total_ticks()
+        self._start_busy = _busy_ticks()
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        busy, _ = _busy_and_total_ticks()
         self.use = CpuUse(
             wall_s=time.monotonic() - self._start_wall,
-            busy_cpu_s=(busy - self._start_busy) / _TICKS,
+            busy_cpu_s=(_busy_ticks() - self._start_busy) / _TICKS,
             cores=len(os.sched_getaffinity(0)),
         )

@@ -256,14 +256,13 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ootci-matrix-"))
     walls = {}
-    busy_share = {}
+    busy_share = {}  # of the cores, per worker count
     try:
         for count in args.workers:
             cores = core_shares(count, max(args.workers)) if args.pin else None
             result = one_matrix(count, args.targets, args.backends, tmp, cores)
             walls[count] = float(result["wall"])  # type: ignore[arg-type]
-            cpu: CpuUse = result["cpu"]  # type: ignore[assignment]
-            busy_share[count] = cpu.busy_cores / cpu.cores
+            busy_share[count] = result["cpu"].busy_share  # type: ignore[attr-defined]
             if cores:
                 print(f"\n(pinned: worker cores {[sorted(c) for c in cores]})")
             report(count, result)

@@ -34,6 +34,7 @@ from pathlib import Path
 from service.config import Settings
 
 STAMP = ".ootci-last-used"
+_RUNS = "runs"
 MIN_AGE = dt.timedelta(days=1)
 
 
@@ -51,6 +52,17 @@ def stamp(entry: Path) -> None:
     """Record that ``entry`` (an env or build dir) was used now."""
     entry.mkdir(parents=True, exist_ok=True)
     (entry / STAMP).touch()
+
+
+def run_dir(work_dir: Path, run_id: int) -> Path:
+    """Where a run (and the shards other workers run for it) keeps its venv, HOME, TMPDIR
+    and streaming logs."""
+    return work_dir / _RUNS / str(run_id)
+
+
+def env_lock(env: Path) -> Path:
+    """The lock provisioning ``env`` holds (provision.py) and the GC takes."""
+    return env.parent / f"{env.name}.lock"
 
 
 def mirror_lock(mirror: Path) -> Path:
@@ -128,20 +140,10 @@ def _mirrors(cache_dir: Path) -> list[Path]:
 
 
 def _run_dirs(work_dir: Path | None) -> list[Path]:
-    root = work_dir / "runs" if work_dir is not None else None
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root is not None and root.is_dir() else []
-
-
-@contextlib.contextmanager
-def _unless_busy(lock_path: Path) -> Iterator[bool]:
-    """Hold ``lock_path`` exclusively, or yield False at once if someone else holds it."""
-    with lock_path.open("a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
+    if work_dir is None:
+        return []
+    root = work_dir / _RUNS
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
 def _expired(entries: list[Path], cutoff: float, keep: int) -> Iterator[tuple[Path, float]]:
@@ -149,6 +151,22 @@ def _expired(entries: list[Path], cutoff: float, keep: int) -> Iterator[tuple[Pa
     for entry, used in by_recency[keep:]:
         if used < cutoff:
             yield entry, used
+
+
+def _expired_and_free(
+    entries: list[Path], lock_of: Callable[[Path], Path], cutoff: float, keep: int, report: GcReport
+) -> Iterator[tuple[Path, float]]:
+    """The expired entries, each while holding its lock: one whose lock is held right now
+    is skipped (and reported), one reused while we were looking is left."""
+    for entry, used in _expired(entries, cutoff, keep):
+        with lock_of(entry).open("a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                report.skipped_busy.append(entry)
+                continue
+            if _last_used(entry) < cutoff:
+                yield entry, used
 
 
 def collect_garbage(
@@ -170,33 +188,21 @@ def collect_garbage(
     envs = _envs(cache_dir)
     removed_env_keys: set[str] = set()
 
-    for env, used in _expired(envs, cutoff, keep):
-        with _unless_busy(env.parent / f"{env.name}.lock") as free:
-            if not free:
-                report.skipped_busy.append(env)
-                continue
-            if _last_used(env) >= cutoff:  # reused while we were looking
-                continue
-            report.removed.append(Removed(env, "env", _size(env), used))
-            removed_env_keys.add(env.name)
-            if not dry_run:
-                log(f"ootci gc: removing env {env}")
-                with contextlib.suppress(OSError):
-                    _rmtree(env)
-                (env.parent / f"{env.name}.manifest.json").unlink(missing_ok=True)
+    for env, used in _expired_and_free(envs, env_lock, cutoff, keep, report):
+        report.removed.append(Removed(env, "env", _size(env), used))
+        removed_env_keys.add(env.name)
+        if not dry_run:
+            log(f"ootci gc: removing env {env}")
+            with contextlib.suppress(OSError):
+                _rmtree(env)
+            (env.parent / f"{env.name}.manifest.json").unlink(missing_ok=True)
 
     mirrors = _mirrors(cache_dir)
-    for mirror, used in _expired(mirrors, cutoff, keep):
-        with _unless_busy(mirror_lock(mirror)) as free:
-            if not free:
-                report.skipped_busy.append(mirror)
-                continue
-            if _last_used(mirror) >= cutoff:
-                continue
-            report.removed.append(Removed(mirror, "mirror", _size(mirror), used))
-            if not dry_run:
-                log(f"ootci gc: removing git mirror {mirror}")
-                shutil.rmtree(mirror, ignore_errors=True)
+    for mirror, used in _expired_and_free(mirrors, mirror_lock, cutoff, keep, report):
+        report.removed.append(Removed(mirror, "mirror", _size(mirror), used))
+        if not dry_run:
+            log(f"ootci gc: removing git mirror {mirror}")
+            shutil.rmtree(mirror, ignore_errors=True)
 
     builds = _builds(cache_dir)
     # The build dirs of a removed env go with it.

@@ -50,6 +50,7 @@ from workers.pipeline import collect
 from workers.pipeline.build import build
 from workers.pipeline.cache_gc import build_dir as cache_build_dir
 from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
+from workers.pipeline.cache_gc import run_dir as run_dir_of
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.commit_dates import commit_date
 from workers.pipeline.conformance import ConformanceOutcome, run_conformance
@@ -183,7 +184,7 @@ class _RunContext:
         self.run_id = run_id
         self.worker_id = worker_id
         self.on_event = on_event
-        self.run_dir = settings.resolved_work_dir / "runs" / str(run_id)
+        self.run_dir = run_dir_of(settings.resolved_work_dir, run_id)
         # Every child of this run starts from this environment (HOME and TMPDIR in the run
         # dir, only the allowed variables), and every log line is masked.
         self.child_policy = ChildEnvPolicy.for_run(settings, self.run_dir)

@@ -77,24 +77,18 @@ class LogStream:
         while not self._stop.is_set():
             woken = self._wake.wait(self.every_s)
             self._wake.clear()
-            with self._lock:
-                waiting = len(self._pending)
-            # Bytes appended while a row was being stored counted that row's too: a wake
-            # with less than a batch waiting is for what is already stored.
-            if woken and not self._stop.is_set() and waiting < self.batch_bytes:
-                continue
-            self._flush(drain=False)
-        self._flush(drain=True)
+            # A wake is for a whole batch (and one raised by bytes appended while a row was
+            # being stored counted that row's too); the timer stores whatever waits.
+            self._flush(least=self.batch_bytes if woken else 1)
+        self._flush(least=1)
 
-    def _flush(self, *, drain: bool) -> None:
-        """Store what is waiting; then, unless ``drain``, go on only while a whole batch is
-        waiting: the bytes written meanwhile wait for their batch or the timer, not a row of
-        their own each."""
+    def _flush(self, *, least: int) -> None:
+        """Store rows while at least ``least`` bytes wait."""
         while True:
             with self._lock:
+                if self._gone or len(self._pending) < least:
+                    return
                 data = bytes(self._pending[:_MAX_ROW_BYTES])
-            if not data or self._gone:
-                return
             try:
                 with session_scope(self.engine) as s:
                     append_log_chunk(s, self.step_id, self._seq, self._sent, data)
@@ -109,8 +103,5 @@ class LogStream:
                 return  # the bytes stay waiting for the next try
             with self._lock:
                 del self._pending[: len(data)]
-                waiting = len(self._pending)
             self._seq += 1
             self._sent += len(data)
-            if not drain and waiting < self.batch_bytes:
-                return

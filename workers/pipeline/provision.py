@@ -37,7 +37,7 @@ from pathlib import Path
 
 from service.domain.torch_spec import SourceKind, TorchSpec
 from workers.pipeline import envcache
-from workers.pipeline.cache_gc import stamp
+from workers.pipeline.cache_gc import env_lock, stamp
 from workers.pipeline.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.installer import Installer
 from workers.pipeline.logsink import LogSink
@@ -156,19 +156,20 @@ def _create_venv(
     environ = child_env(installer.environ())
     environ.pop("PYTHONPATH", None)  # the venv must see its own site-packages only
     log.write(f"ootci: installing with {installer.name} (package cache {installer.cache_dir})")
-    for cmd, what in ((create, "create the venv"), (install, "install torch")):
-        # A fresh install bypasses the package cache: nothing to share with another.
-        turn = installer.taking_turns(log.write) if cmd is install and not fresh else nullcontext()
-        with turn:
-            result = run_streaming(
-                cmd, cwd=venv.parent, env=environ, log=log, timeout_s=PIP_TIMEOUT_S
-            )
+
+    def run(cmd: list[str], what: str) -> None:
+        result = run_streaming(cmd, cwd=venv.parent, env=environ, log=log, timeout_s=PIP_TIMEOUT_S)
         if result.returncode != 0:
             raise ProvisionError(
                 f"could not {what} for torch {artifact.version}: "
                 f"{result.killed_reason or result.start_error or 'exit ' + str(result.returncode)}"
                 f" (see {log.path})"
             )
+
+    run(create, "create the venv")
+    # A fresh install bypasses the package cache: nothing to share, no turn to take.
+    with nullcontext() if fresh else installer.taking_turns(log.write):
+        run(install, "install torch")
     return python
 
 
@@ -206,7 +207,7 @@ def _provision_venv(
     envs.mkdir(parents=True, exist_ok=True)
     venv = envs / key
     marker = venv / MARKER
-    with (envs / f"{key}.lock").open("a") as lock:
+    with env_lock(venv).open("a") as lock:
         # Two workers provisioning the same torch: the second waits and then reuses.
         fcntl.flock(lock, fcntl.LOCK_EX)
         reusable = _reusable(venv, log)
@@ -271,7 +272,7 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
     envs.mkdir(parents=True, exist_ok=True)
     venv = envs / key
     python = venv / "bin" / "python"
-    with (envs / f"{key}.lock").open("a") as lock:
+    with env_lock(venv).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _reusable(venv, log):
             log.write(f"ootci: reusing overlay env {venv}")

@@ -38,6 +38,7 @@ from service.db import session_scope
 from service.domain.states import Outcome
 from service.domain.torch_spec import SourceKind
 from service.models import ShardState, TestShard
+from workers.pipeline.cache_gc import run_dir as run_dir_of
 from workers.pipeline.cache_gc import stamp
 from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.logsink import LogSink
@@ -328,7 +329,7 @@ def execute_shard(
         job = ShardJob.of(row) if row is not None else None
     if job is None:
         return None
-    run_dir = settings.resolved_work_dir / "runs" / str(run_id)
+    run_dir = run_dir_of(settings.resolved_work_dir, run_id)
     stamp(run_dir)  # in use: the cache GC leaves it alone for a day at least
     policy = ChildEnvPolicy.for_run(settings, run_dir / f"shard-{index}-worker")
     masker = SecretMasker.from_environ(os.environ, extra=settings_secrets(settings))

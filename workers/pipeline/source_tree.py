@@ -192,11 +192,11 @@ def run_tree(
         dest = trees / key
 
         def checkout() -> None:
-            with _locked(mirror.with_suffix(".lock")):
+            with _locked(mirror_lock(mirror)):
                 _checkout(mirror, sha, dest)
 
         def remove_worktree() -> None:
-            with _locked(mirror.with_suffix(".lock")):
+            with _locked(mirror_lock(mirror)):
                 _remove(dest, mirror)
 
         with _tree_in_use(trees / f"{key}.lock", checkout, remove_worktree):

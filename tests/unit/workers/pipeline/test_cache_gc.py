@@ -27,13 +27,16 @@ NOW = time.time()
 WEEK = dt.timedelta(days=7)
 
 
+def backdate(entry: Path, age_days: float) -> None:
+    when = NOW - age_days * DAY
+    os.utime(entry / STAMP, (when, when))
+
+
 def make_entry(path: Path, age_days: float, payload: int = 1000) -> Path:
     path.mkdir(parents=True)
     (path / "payload.bin").write_bytes(b"x" * payload)
-    stamp = path / STAMP
-    stamp.touch()
-    when = NOW - age_days * DAY
-    os.utime(stamp, (when, when))
+    (path / STAMP).touch()
+    backdate(path, age_days)
     return path
 
 
@@ -82,11 +85,6 @@ def test_an_env_being_provisioned_is_skipped(tmp_path: Path) -> None:
         report = collect_garbage(tmp_path, max_age=WEEK, keep=0, now=NOW)
     assert report.removed == [] and report.skipped_busy == [env]
     assert env.exists()
-
-
-def backdate(entry: Path, age_days: float) -> None:
-    when = NOW - age_days * DAY
-    os.utime(entry / STAMP, (when, when))
 
 
 def test_a_fetch_stamps_its_mirror_and_an_old_mirror_goes_unless_a_fetch_holds_it(tmp_path: Path) -> None:
