@@ -70,7 +70,7 @@ def list_backends(
 ) -> None:
     """The registered backends."""
     from service.db import session_scope
-    from service.schemas import backend_list
+    from service.documents import backend_list
 
     engine = migrated_engine(load_settings())
     with session_scope(engine) as s:
@@ -92,7 +92,7 @@ def show(
 ) -> None:
     """One registered backend and who changed it when."""
     from service.db import session_scope
-    from service.schemas import backend_out
+    from service.documents import backend_out
 
     engine = migrated_engine(load_settings())
     with session_scope(engine) as s:
