@@ -149,8 +149,9 @@ def step_log(
         404: {"model": Problem, "description": "Unknown backend"},
         422: {
             "model": Problem,
-            "description": "The torch spec does not parse, or is not one the operator lets "
-            "callers ask for (no run is made)",
+            "description": "The torch spec is not one the operator lets callers ask for, or "
+            "names a run with no recorded wheel; a spec that does not parse is a body that "
+            "does not validate, its reason in `detail[].msg` (no run is made)",
         },
     },
     summary="Queue a run of a registered backend against a torch spec",
