@@ -37,9 +37,9 @@ def add(
     (--path): checked first (the URL answers and has the ref, the dir has an ootci.toml),
     nothing is written otherwise."""
     from service.cli.runs import cli_actor
-    from service.commands.backend_sources import SourceUnreachable, check_source
     from service.commands.backends import BackendNameTaken, add_backend
     from service.db import session_scope
+    from service.sources import SourceUnreachable, check_source
 
     if (git is None) == (path is None):
         die("give one source: --git URL or --path DIR")
