@@ -1,6 +1,8 @@
 """The wire shape: every document ootci hands out, the JSON API's bodies (its OpenAPI schema)
-and every ``ootci ... --json``. ``ootci show RUN --json`` prints what ``GET /api/runs/RUN``
-answers and ``ootci runs --json`` what ``GET /api/runs`` answers: both build them here.
+and every ``ootci ... --json``. Models only: ``service/documents.py`` fills them from the
+database, for the API and the CLI alike, so ``ootci show RUN --json`` prints what
+``GET /api/runs/RUN`` answers and ``ootci runs --json`` what ``GET /api/runs`` answers.
+Nothing here reads the database (a contract in ``pyproject.toml``).
 """
 
 from __future__ import annotations
@@ -8,24 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.orm import Session
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
-from service.models import Breakage, OutboxMessage, Run, Step
-from service.queries import conformance as conformance_queries
-from service.queries import runs as run_queries
-from service.queries.breakages import Occurrence
-from service.queries.matrix import MatrixCell
-from service.queries.outbox import messages_for
-from service.queries.pin_reports import reports as pin_report_rows
-
-# Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
-TOTAL_CAP = 10_000
-
-# The kinds the pipeline provisions; the pipeline validates the rest of the spec.
-# ASCII whitespace spelled out: "\s" means different sets in JSON Schema (ECMA), Python and
-# pydantic's Rust regex, and the schema must accept exactly what the server accepts.
-TORCH_SPEC_PATTERN = r"^(installed|nightly|(pip|wheel|path):[^\x00\t\n\r ][^\x00]*)$"
+from service.domain.torch_spec import SPEC_FORMS, TorchSpecError, parse_spec
 
 
 class _Orm(BaseModel):
@@ -132,20 +120,6 @@ class ConformanceOut(BaseModel):
     mechanisms: dict[str, MechanismOut]
 
 
-def conformance_of(session: Session, run_id: int) -> ConformanceOut | None:
-    rows = conformance_queries.results_for_run(session, run_id)
-    if not rows:
-        return None
-    return ConformanceOut(
-        device=rows[0].device,
-        mechanisms={
-            r.mechanism: MechanismOut(level=r.level, passed=r.passed, failed=r.failed,
-                                      skipped=r.skipped, failing=list(r.failing or []))
-            for r in rows
-        },
-    )
-
-
 class BackendConformanceOut(ConformanceOut):
     backend: str
     run_id: int = Field(description="The backend's latest run with conformance results")
@@ -154,17 +128,6 @@ class BackendConformanceOut(ConformanceOut):
 
 class ConformanceMatrix(BaseModel):
     backends: list[BackendConformanceOut]
-
-
-def conformance_matrix(session: Session) -> ConformanceMatrix:
-    """Each backend's latest conformance results: the dashboard's conformance matrix."""
-    out = []
-    for b in conformance_queries.latest_per_backend(session):
-        shaped = conformance_of(session, b.run_id)
-        assert shaped is not None  # the run was picked for having results
-        out.append(BackendConformanceOut(backend=b.backend, run_id=b.run_id,
-                                         torch_version=b.torch_version, **shaped.model_dump()))
-    return ConformanceMatrix(backends=out)
 
 
 class RunDetail(RunSummary):
@@ -210,6 +173,20 @@ class TestResultList(BaseModel):
     offset: int
 
 
+class MatrixCell(_Orm):
+    backend: str
+    torch_spec: str
+    torch_build_id: int | None
+    torch_version: str | None
+    torch_git_version: str | None
+    run_id: int
+    state: str
+    verdict: str | None
+    verdict_subtype: str | None
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+
 class Matrix(BaseModel):
     backends: list[str]
     cells: list[MatrixCell]
@@ -237,6 +214,19 @@ class BreakageList(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class Occurrence(_Orm):
+    """The failures of one run that belong to the breakage (one night, one torch build)."""
+
+    run_id: int
+    run_state: str
+    torch_spec: str
+    torch_version: str | None
+    torch_git_version: str | None
+    run_created_at: dt.datetime
+    failures: int
+    nodeids: list[str]
 
 
 class BreakageDetail(BreakageSummary):
@@ -297,10 +287,22 @@ class RunRequest(BaseModel):
     torch: str = Field(
         min_length=1,
         max_length=1000,
-        pattern=TORCH_SPEC_PATTERN,
-        description="Torch spec: installed, nightly, pip:REQUIREMENT, wheel:PATH|URL, path:DIR",
-        examples=["installed", "pip:torch==2.13.0", "nightly"],
+        pattern=r"^[^\x00]+$",
+        description="Torch spec, one of: " + ", ".join(SPEC_FORMS),
+        examples=["installed", "pip:torch==2.13.0", "nightly", "nightly:2026-11-20"],
     )
+
+    @field_validator("torch")
+    @classmethod
+    def _torch_spec_parses(cls, value: str) -> str:
+        """The one grammar (``service/domain/torch_spec.py``), as the CLI checks it; whether
+        a remote caller may run the spec is the route's to say (``service/domain/admission.py``)."""
+        try:
+            parse_spec(value)
+        except TorchSpecError as exc:
+            # The reason goes in as context: a spec's own braces are no template fields.
+            raise PydanticCustomError("torch_spec", "{reason}", {"reason": str(exc)}) from None
+        return value
 
 
 class RunCreated(BaseModel):
@@ -325,127 +327,6 @@ class Problem(BaseModel):
     detail: str
 
 
-# ---------------------------------------------------------------------------- run documents
-def run_summary(run: Run, backend: str) -> RunSummary:
-    return RunSummary(
-        id=run.id,
-        backend=backend,
-        torch_spec=run.torch_spec,
-        torch_build=TorchBuildOut.model_validate(run.torch_build) if run.torch_build else None,
-        backend_sha=run.backend_sha,
-        state=run.state,
-        trigger=run.trigger,
-        trigger_info=run.trigger_info,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        attempts=run.attempts,
-        verdict=run.verdict,
-        verdict_subtype=run.verdict_subtype,
-        duration_s=run.duration_s,
-    )
-
-
-def run_detail(session: Session, run_id: int) -> RunDetail | None:
-    """One run with its steps, failures and test counts; None if there is no such run."""
-    run = run_queries.get_run(session, run_id)
-    if run is None:
-        return None
-    backend = run_queries.get_backend(session, run.backend_id)
-    base = run_summary(run, backend.name if backend else "")
-    return RunDetail(
-        **base.model_dump(),
-        claimed_by=run.claimed_by,
-        lease_expires_at=run.lease_expires_at,
-        retry_at=run.retry_at,
-        error=run.error,
-        verdict_reason=run.verdict_reason,
-        steps=[step_out(run.id, s, current=True) for s in run.steps],
-        failures=[FailureOut.model_validate(f) for f in run.failures],
-        test_counts=run_queries.outcome_counts(session, run.id),
-        conformance=conformance_of(session, run.id),
-        attempt_history=[
-            AttemptOut(
-                attempt=a.number,
-                current=a.current,
-                started_at=a.started_at,
-                finished_at=a.finished_at,
-                outcome=a.outcome,
-                reason=a.reason,
-                steps=[step_out(run.id, s, current=a.current) for s in a.steps],
-            )
-            for a in run_queries.attempt_history(run)
-        ],
-    )
-
-
-def step_out(run_id: int, step: Step, *, current: bool) -> StepOut:
-    """A step; an earlier attempt's log is asked for with its attempt number."""
-    url = f"/api/runs/{run_id}/steps/{step.name}/log"
-    return StepOut(
-        id=step.id,
-        name=step.name,
-        status=step.status,
-        started_at=step.started_at,
-        finished_at=step.finished_at,
-        duration_s=step.duration_s,
-        exit_code=step.exit_code,
-        log_size=step.log_size,
-        summary=step.summary,
-        log_url=url if current else f"{url}?attempt={step.attempt}",
-        attempt=step.attempt,
-    )
-
-
-def run_list(
-    session: Session,
-    filters: run_queries.RunFilters,
-    *,
-    limit: int,
-    offset: int = 0,
-    cursor: int | None = None,
-) -> RunList:
-    """A page of runs, newest first (``cursor``: the previous page's ``next_cursor``)."""
-    page = run_queries.list_runs(
-        session, filters, limit=limit, offset=offset, before_id=cursor, count_cap=TOTAL_CAP
-    )
-    return RunList(
-        runs=[run_summary(r, page.backend_names.get(r.backend_id, "")) for r in page.runs],
-        total=page.total,
-        total_capped=page.total_capped,
-        limit=limit,
-        offset=offset,
-        next_cursor=page.next_cursor,
-    )
-
-
-def compare_url(repo: str, base: str | None, head: str | None) -> str | None:
-    return f"https://github.com/{repo}/compare/{base}...{head}" if base and head else None
-
-
-def report_out(message: OutboxMessage) -> ReportOut:
-    out = ReportOut.model_validate(message)
-    out.url = message.result.get("comment_url") if message.result else None
-    return out
-
-
-def breakage_culprits(session: Session, breakage: Breakage, repo: str) -> Culprits:
-    return Culprits(
-        range=RangeOut(
-            base=breakage.range_base_sha,
-            head=breakage.range_head_sha,
-            base_version=breakage.range_base_version,
-            head_version=breakage.range_head_version,
-            base_run_id=breakage.range_base_run_id,
-            note=breakage.range_note,
-            compare_url=compare_url(repo, breakage.range_base_sha, breakage.range_head_sha),
-        ),
-        suspects=[SuspectOut.model_validate(c) for c in breakage.culprits],
-        note=breakage.culprits_note,
-        reports=[report_out(m) for m in messages_for(session, breakage, repo)],
-    )
-
-
 class PinReportOut(BaseModel):
     """One stored weekly pin report (``GET /api/pins/reports``, ``ootci pins report --json``)."""
 
@@ -463,19 +344,6 @@ class PinReportOut(BaseModel):
     reason: str
     breakages: list[dict[str, Any]]
     bump_pr: dict[str, Any]
-
-
-def pin_report_list(session: Session, *, weeks: int = 4, backend: str | None = None) -> list[PinReportOut]:
-    return [
-        PinReportOut(
-            backend=name, week=r.week, generated_at=r.generated_at, current_pin=r.current_pin,
-            current_version=r.current_version, green_spec=r.green_spec,
-            green_version=r.green_version, green_git_version=r.green_git_version,
-            green_run_id=r.green_run_id, action=r.action, proposed_spec=r.proposed_spec,
-            reason=r.reason, breakages=list(r.breakages or []), bump_pr=dict(r.bump_pr or {}),
-        )
-        for r, name in pin_report_rows(session, weeks=weeks, backend=backend)
-    ]
 
 
 # --- the backend registry (`ootci backend ...`, /api/backends) ---------------------------
@@ -506,22 +374,3 @@ class BackendRequest(BaseModel):
     ref: str | None = Field(default=None, max_length=200)
     subdir: str | None = Field(default=None, max_length=300, pattern=r"^[^/\x00][^\x00]*$")
     re_register: bool = False
-
-
-def backend_out(session: Session, name: str) -> BackendOut | None:
-    from service.queries.backends import backend_changes, last_built_sha, registered_backend
-
-    backend = registered_backend(session, name)
-    if backend is None:
-        return None
-    return BackendOut(
-        name=backend.name, source=backend.source, ref=backend.ref, subdir=backend.subdir,
-        last_built_sha=last_built_sha(session, backend.id),
-        changes=[BackendChangeOut.model_validate(c) for c in backend_changes(session, backend.id)],
-    )
-
-
-def backend_list(session: Session) -> list[BackendOut]:
-    from service.queries.backends import registered_backends
-
-    return [b for b in (backend_out(session, r.name) for r in registered_backends(session)) if b]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, status
 
 from service.api.deps import SessionDep, require_token
-from service.commands.backend_sources import SourceUnreachable, check_source, is_git_url
 from service.commands.backends import BackendNameTaken, add_backend, remove_backend
-from service.schemas import BackendOut, BackendRequest, Problem, backend_list, backend_out
+from service.documents import backend_list, backend_out
+from service.schemas import BackendOut, BackendRequest, Problem
+from service.sources import SourceUnreachable, check_source, is_git_url
 
 router = APIRouter(prefix="/api/backends", tags=["backends"])
 API_ACTOR = "api"

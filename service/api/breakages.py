@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import ContextDep, SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
+from service.documents import breakage_culprits
 from service.models import Breakage, BreakageStatus
 from service.queries import breakages as q
 from service.queries.runs import backend_names
@@ -17,8 +18,8 @@ from service.schemas import (
     BreakageSummary,
     Culprits,
     FailureOut,
+    Occurrence,
     Problem,
-    breakage_culprits,
 )
 
 router = APIRouter(prefix="/api/breakages", tags=["breakages"])
@@ -90,7 +91,9 @@ def get_breakage(
         note=b.note,
         resolved_by_run_id=b.resolved_by_run_id,
         evidence=FailureOut.model_validate(evidence) if evidence else None,
-        history=q.occurrences(session, b.id, limit=history),
+        history=[
+            Occurrence.model_validate(o) for o in q.occurrences(session, b.id, limit=history)
+        ],
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.api.deps import SessionDep
-from service.schemas import ConformanceMatrix, conformance_matrix
+from service.documents import conformance_matrix
+from service.schemas import ConformanceMatrix
 
 router = APIRouter(prefix="/api/conformance", tags=["conformance"])
 

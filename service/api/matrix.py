@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from service.api.deps import SessionDep
 from service.api.params import TextFilter
 from service.queries import matrix as q
-from service.schemas import Matrix
+from service.schemas import Matrix, MatrixCell
 
 router = APIRouter(prefix="/api/matrix", tags=["matrix"])
 
@@ -23,5 +23,5 @@ def get_matrix(
     cells = q.matrix(session, limit_targets=targets, backend=backend)
     return Matrix(
         backends=sorted({c.backend for c in cells}),
-        cells=list(cells),
+        cells=[MatrixCell.model_validate(c) for c in cells],
     )

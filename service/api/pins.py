@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from service.api.deps import SessionDep
+from service.documents import pin_report_list
 from service.queries.pins import GreenBuild, newest_green_builds
-from service.schemas import PinReportOut, pin_report_list
+from service.schemas import PinReportOut
 
 router = APIRouter(prefix="/api/pins", tags=["pins"])
 

@@ -13,6 +13,7 @@ from service.api.logs import read_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_run, plan_rerun
+from service.documents import run_detail, run_list
 from service.domain.admission import refusal
 from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
 from service.models import Backend, Run, RunState, StepName
@@ -26,8 +27,6 @@ from service.schemas import (
     RunRequest,
     TestResultList,
     TestResultOut,
-    run_detail,
-    run_list,
 )
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
@@ -150,8 +149,9 @@ def step_log(
         404: {"model": Problem, "description": "Unknown backend"},
         422: {
             "model": Problem,
-            "description": "The torch spec does not parse, or is not one the operator lets "
-            "callers ask for (no run is made)",
+            "description": "The torch spec is not one the operator lets callers ask for, or "
+            "names a run with no recorded wheel; a spec that does not parse is a body that "
+            "does not validate, its reason in `detail[].msg` (no run is made)",
         },
     },
     summary="Queue a run of a registered backend against a torch spec",

@@ -37,9 +37,9 @@ def add(
     (--path): checked first (the URL answers and has the ref, the dir has an ootci.toml),
     nothing is written otherwise."""
     from service.cli.runs import cli_actor
-    from service.commands.backend_sources import SourceUnreachable, check_source
     from service.commands.backends import BackendNameTaken, add_backend
     from service.db import session_scope
+    from service.sources import SourceUnreachable, check_source
 
     if (git is None) == (path is None):
         die("give one source: --git URL or --path DIR")
@@ -70,7 +70,7 @@ def list_backends(
 ) -> None:
     """The registered backends."""
     from service.db import session_scope
-    from service.schemas import backend_list
+    from service.documents import backend_list
 
     engine = migrated_engine(load_settings())
     with session_scope(engine) as s:
@@ -92,7 +92,7 @@ def show(
 ) -> None:
     """One registered backend and who changed it when."""
     from service.db import session_scope
-    from service.schemas import backend_out
+    from service.documents import backend_out
 
     engine = migrated_engine(load_settings())
     with session_scope(engine) as s:

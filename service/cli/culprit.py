@@ -72,11 +72,12 @@ def _corpus(as_json: bool) -> None:
 def _rank_run(settings: Settings, session: Session, run: Run, base: Run | None) -> Culprits:
     """The range of ``run`` (against ``base`` or its track's last green run) listed from
     GitHub and ranked against the run's classified failures."""
+    from service.documents import compare_url
     from service.github.analysis import rank_range, ranking_note
     from service.github.client import GitHubClient
     from service.github.errors import GitHubError
     from service.queries.regression import range_for
-    from service.schemas import Culprits, RangeOut, SuspectOut, compare_url
+    from service.schemas import Culprits, RangeOut, SuspectOut
 
     found = range_for(session, run, base)
     if not found.complete or found.base is None:

@@ -30,8 +30,8 @@ def report(
     """Make this week's pin report for every backend (replacing one made earlier this week),
     owe the bump PR where ``[pins]`` is configured, and print the reports."""
     from service.db import session_scope
+    from service.documents import pin_report_list
     from service.queries.pin_reports import reports
-    from service.schemas import pin_report_list
     from workers.pin_reports import PinConfigError, make_weekly_reports
 
     if as_json and markdown:

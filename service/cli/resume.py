@@ -38,7 +38,8 @@ def resume(
     from service.commands.orphans import orphaned_run_ids
     from service.commands.orphans import resume as requeue_orphan
     from service.db import session_scope
-    from service.schemas import RunDetail, run_detail
+    from service.documents import run_detail
+    from service.schemas import RunDetail
 
     settings = load_settings()
     engine = migrated_engine(settings)

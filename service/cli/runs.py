@@ -1,6 +1,6 @@
 """``ootci run|rerun|runs|show``: run a backend against torch specs and read the runs back.
 
-Every ``--json`` here prints a document of ``service/schemas.py``, the ones the API answers:
+Every ``--json`` here prints a document of ``service/documents.py``, the ones the API answers:
 ``show`` a RunDetail (``GET /api/runs/RUN``), ``runs`` a RunList (``GET /api/runs``), ``run``
 a list of RunDetail (one per torch spec, however many), ``rerun`` the new run's RunDetail.
 """
@@ -67,9 +67,9 @@ def run(
     from service.commands.backends import BackendNameTaken, register_backend
     from service.commands.runs import create_run
     from service.db import session_scope
+    from service.documents import run_detail
     from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
     from service.models import Backend, Run, RunState
-    from service.schemas import run_detail
     from workers.pipeline.recipe import load_recipe
     from workers.pipeline.types import UsageError
 
@@ -180,7 +180,7 @@ def rerun(
     a build) against the same torch spec, and show the verdict."""
     from service.commands.runs import plan_rerun
     from service.db import session_scope
-    from service.schemas import run_detail
+    from service.documents import run_detail
 
     settings = load_settings()
     engine = migrated_engine(settings)
@@ -313,9 +313,9 @@ def list_runs(
 ) -> None:
     """List recent runs, newest first (the same filters as GET /api/runs)."""
     from service.db import session_scope
+    from service.documents import run_list
     from service.models import RunState
     from service.queries.runs import RunFilters
-    from service.schemas import run_list
 
     if state and state not in set(RunState):
         die(f"unknown state {state!r}: expected one of {', '.join(RunState)}")
@@ -349,8 +349,8 @@ def show(
     """Show one run: steps, failures with their evidence, and the failing step's log tail."""
     from service.api.logs import read_log
     from service.db import session_scope
+    from service.documents import run_detail
     from service.models import StepStatus
-    from service.schemas import run_detail
 
     settings = load_settings()
     engine = migrated_engine(settings)

@@ -1,74 +1,11 @@
-"""Checking a backend's source before it is registered: a git remote and its ref, or a dir.
+"""Moved to ``service/sources.py``: checking a source is an I/O probe, not a write.
 
-``git ls-remote`` answers without a clone, so ``ootci backend add`` (and the API) can refuse
-a URL that does not exist or a ref it does not have before writing anything.
+Only ``workers/pipeline/source_tree.py`` still imports from here; when that import names
+``service.sources``, delete this module.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-from pathlib import Path
+from service.sources import git_environ, is_git_url
 
-LS_REMOTE_TIMEOUT_S = 60
-_SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-class SourceUnreachable(ValueError):
-    """The repository cannot be read, or it has no such ref."""
-
-
-def is_git_url(source: str) -> bool:
-    """A git URL (``https://``, ``ssh://``, ``file://``, ``git@host:path``), not a directory."""
-    return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
-
-
-def git_environ() -> dict[str, str]:
-    """What a git child needs, and never a prompt: a missing credential is an error, not a
-    hung worker waiting for a password."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/"),
-        "LANG": "C",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ASKPASS": "/bin/false",
-        "SSH_ASKPASS": "/bin/false",
-    }
-
-
-def resolve_remote_ref(url: str, ref: str) -> str:
-    """The commit ``ref`` (a branch, a tag or a full sha) names in the repository at ``url``."""
-    try:
-        proc = subprocess.run(
-            ["git", "ls-remote", "--", url],
-            capture_output=True, text=True, timeout=LS_REMOTE_TIMEOUT_S, env=git_environ(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SourceUnreachable(f"cannot read the git repository {url}: {exc}") from None
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["git ls-remote failed"])[-1]
-        raise SourceUnreachable(f"cannot read the git repository {url}: {reason}")
-    refs: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        sha, _, name = line.partition("\t")
-        refs[name] = sha
-    for name in (ref, f"refs/heads/{ref}", f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}"):
-        if name in refs:
-            return refs[name]
-    if _SHA.match(ref):
-        return ref  # a commit: the workers fetch it by sha
-    raise SourceUnreachable(f"{url} has no branch or tag {ref!r}")
-
-
-def check_source(location: str, ref: str | None) -> str | None:
-    """Refuse a source a worker could not build before anything is registered: a git URL
-    must answer and have ``ref`` (its commit is returned), a directory must hold a recipe."""
-    if is_git_url(location):
-        return resolve_remote_ref(location, ref or "HEAD")
-    if ref is not None:
-        raise SourceUnreachable("--ref is for a git source; a directory is built as it is")
-    path = Path(location)
-    if not (path / "ootci.toml").is_file():
-        raise SourceUnreachable(f"{location} is not a backend dir (no ootci.toml)")
-    return None
+__all__ = ["git_environ", "is_git_url"]

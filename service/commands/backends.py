@@ -64,7 +64,7 @@ def add_backend(
     re_register: bool = False,
 ) -> Backend:
     """Register ``name`` for the nightly and push rebuilds. The caller has checked that the
-    source exists (``backend_sources.check_source`` for a URL, a directory with a recipe).
+    source exists (``service.sources.check_source``: a URL that answers, a dir with a recipe).
     A name already taken by an experiment from the same source is promoted; by another
     source, it is refused unless ``re_register``."""
     existing = session.scalar(select(Backend).where(Backend.name == name))

@@ -11,10 +11,10 @@ from service.api.deps import ContextDep, SessionDep
 from service.api.pages.runs import evidence
 from service.api.params import BreakageId
 from service.api.templates import render
+from service.documents import breakage_culprits
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
 from service.queries.runs import backend_names
-from service.schemas import breakage_culprits
 
 router = APIRouter()
 

@@ -13,9 +13,9 @@ from service.api.app import create_app
 from service.commands.conformance import MechanismCounts, record_conformance
 from service.config import Settings
 from service.db import session_scope
+from service.documents import run_detail
 from service.models import Run, RunState
 from service.queries.conformance import latest_per_backend, mechanism_history, previously_working
-from service.schemas import run_detail
 from tests.support.helpers import RecordingDispatcher, add_backend, add_finished_run
 
 STREAMS_FAIL = "ootci_conformance/suite/test_streams.py::test_wait_stream_orders_work"
