@@ -10,9 +10,7 @@ history for every other test. ``TriageEvidence`` holds
   ``<sha>-dirty-<hash>`` with local edits, ``nogit-<content hash>`` for a directory);
 - ``passed``: the newest earlier run of the backend where this test or step passed;
 - ``broke``: the first run after ``passed`` where it failed, when that is earlier than this
-  run (the failure has persisted since); None when it broke in this run. The blame is the
-  change from ``passed`` to ``broke`` (or to this run), so a break keeps its verdict on
-  the later nights it persists, whatever changes meanwhile;
+  run (it has failed since); None when it broke in this run;
 - ``failed_before``: earlier runs where the same fingerprint failed, one per distinct
   (torch, backend) pair, newest first;
 - ``passed_on_rerun``: the test passed when rerun automatically.
@@ -27,16 +25,20 @@ recorded shas are equal (an unknown one is never the same).
 2. torch itself does not import in a fresh env (``torch-unusable``, found at provision,
    where no backend code has run)      -> upstream, whatever the history
 3. it passed on the automatic rerun    -> flake
-4. it passed on an earlier run (``passed``); compared with where it broke:
-     only torch changed                -> upstream
-     only the backend changed          -> backend
-     neither changed                   -> flake   (same torch and backend: nondeterministic)
-     both changed, and an earlier run already isolated it:
-       the same failure on a run with the breaking backend on the torch it passed on
-                                       -> backend (pre-existing: the new torch did not do it)
-       the same failure on a run with the backend it passed with on the breaking torch
-                                       -> upstream (the backend change did not do it)
-     both changed otherwise            -> unknown, needs isolation against ``passed``'s torch
+4. it passed on an earlier run (``passed``):
+   a. it failed since on the very torch and backend it passed on (``broke``, an earlier
+      run with the same failure, or this run)
+                                       -> flake   (nothing changed: nondeterministic)
+   b. this run against ``passed``: only torch changed -> upstream;
+                                   only the backend changed -> backend
+   c. both changed: where it first failed (``broke``), then the earlier runs with the
+      same failure since ``passed``, oldest first, the first that differs from ``passed``
+      in one thing only decides: only torch -> upstream, only the backend -> backend
+      (pre-existing: the new torch did not do it). So a break keeps its blame on the
+      nights it persists, whatever moves meanwhile, and an earlier run that already
+      isolated it (a pin run of tonight's backend) settles it.
+   d. otherwise                        -> unknown, needs isolation: this backend on
+                                          ``passed``'s torch would decide
 5. it never passed in this backend's history:
      the same failure is on an earlier run (newest first, one on this run's torch preferred)
                                        -> backend (pre-existing: it never passed)
@@ -47,11 +49,12 @@ A failure with no rule matched (no finding) goes through the same history from s
 as the generic subtype: a step that passed on the old torch and fails on the new one is
 upstream's break whether or not a rule names it.
 
-"Pre-existing" compares runs, not nights: the same failure on an earlier run with *this*
-run's torch would not clear the torch (that run may have broken on it too), so within
-step 4 only a run holding the torch the failure passed on isolates the backend. Infra is
-checked first on purpose: a full disk that also hit an earlier run says the machine is
-broken, and blaming the backend for it would be wrong.
+"Pre-existing" is an earlier run with the same failure that isolates it, not any earlier
+red run: the same failure on an earlier run with *this* run's torch would not clear the
+torch (that run may have broken on it too), so while the failure has a pass to compare
+with, only a run that differs from that pass in the backend alone blames the backend.
+Infra is checked first on purpose: a full disk that also hit an earlier run says the
+machine is broken, and blaming the backend for it would be wrong.
 
 Reasons name the runs compared and what differed, e.g. "passed on run #12 (torch 2.13.0
 abc1234, backend 9f8e7d6); only torch changed: 2.13.0 abc1234 → 2.15.0 def5678". The
@@ -206,51 +209,77 @@ def triage(finding: Finding | None, evidence: TriageEvidence) -> TriageVerdict:
         return TriageVerdict(Category.UNKNOWN, subtype,
                              f"no history to compare with; {suggests}", needs_isolation=True)
     if evidence.passed is not None:
-        return _since_it_passed(evidence.passed, evidence.broke or this, evidence, subtype,
-                                suggests)
+        return _since_it_passed(evidence.passed, this, evidence, subtype, suggests)
     return _never_passed(this, evidence, subtype, suggests)
 
 
+def _one_change(passed: RunIdentity, failed: RunIdentity) -> Category | None:
+    """Upstream when only torch differs between the two runs, backend when only the
+    backend does; None when both (or neither) do."""
+    torch_changed = not passed.same_torch(failed)
+    backend_changed = not passed.same_backend(failed)
+    if torch_changed == backend_changed:
+        return None
+    return Category.UPSTREAM if torch_changed else Category.BACKEND
+
+
+def _what_changed(passed: RunIdentity, failed: RunIdentity) -> str:
+    torch = _torch_change(passed.torch, failed.torch)
+    backend = _backend_change(passed.backend, failed.backend)
+    if _one_change(passed, failed) is Category.UPSTREAM:
+        return f"only torch changed: {torch}"
+    if _one_change(passed, failed) is Category.BACKEND:
+        return f"only the backend changed: {backend}"
+    return f"both changed: torch {torch}, backend {backend}"
+
+
 def _since_it_passed(
-    passed: RunIdentity, broke: RunIdentity, evidence: TriageEvidence, subtype: Subtype,
+    passed: RunIdentity, this: RunIdentity, evidence: TriageEvidence, subtype: Subtype,
     suggests: str,
 ) -> TriageVerdict:
-    history = _history(passed, evidence.broke)
-    torch_changed = not passed.same_torch(broke)
-    backend_changed = not passed.same_backend(broke)
-    torch = _torch_change(passed.torch, broke.torch)
-    backend = _backend_change(passed.backend, broke.backend)
-    if torch_changed and not backend_changed:
-        return TriageVerdict(Category.UPSTREAM, subtype,
-                             f"{history}; only torch changed: {torch}; {suggests}")
-    if backend_changed and not torch_changed:
-        return TriageVerdict(Category.BACKEND, subtype,
-                             f"{history}; only the backend changed: {backend}; {suggests}")
-    if not torch_changed:
+    """Step 4 of the cascade, in this order: a failure since ``passed`` on the very same
+    torch and backend makes it nondeterministic; else this run against ``passed``; else
+    (both changed) where it first failed, then the earlier runs with the same failure
+    since ``passed``, oldest first, each when it differs from ``passed`` in one thing
+    only; else it needs isolation."""
+    broke = evidence.broke
+    since = sorted((e for e in evidence.failed_before if e.run_id > passed.run_id),
+                   key=lambda e: e.run_id)
+    where = f"passed on {passed.label}"
+    for failed in ([broke] if broke else []) + since + [this]:
+        if failed.same_torch(passed) and failed.same_backend(passed):
+            return TriageVerdict(
+                Category.FLAKE, subtype,
+                f"{where}; it failed on run #{failed.run_id} with the same torch and same "
+                f"backend as run #{passed.run_id} where it passed: nondeterministic; "
+                f"{suggests}",
+            )
+    blamed = _one_change(passed, this)
+    if blamed is not None:
+        return TriageVerdict(blamed, subtype,
+                             f"{where}; {_what_changed(passed, this)}; {suggests}")
+    if broke is not None and (blamed := _one_change(passed, broke)) is not None:
         return TriageVerdict(
-            Category.FLAKE, subtype,
-            f"{history}; same torch and same backend as run #{passed.run_id} where it passed: "
-            f"nondeterministic; {suggests}",
+            blamed, subtype,
+            f"{_history(passed, broke)}; {_what_changed(passed, broke)}; failing since "
+            f"(this run: {_what_changed(passed, this)}); {suggests}",
         )
-    both = f"{history}; both changed: torch {torch}, backend {backend}"
-    for earlier in evidence.failed_before:
-        if earlier.same_backend(broke) and earlier.same_torch(passed):
-            return TriageVerdict(
-                Category.BACKEND, subtype,
-                f"{both}; pre-existing: the same failure is on {earlier.label}, that backend "
-                f"on the torch it passed on: the new torch did not do it; {suggests}",
-            )
-        if earlier.same_backend(passed) and earlier.same_torch(broke):
-            return TriageVerdict(
-                Category.UPSTREAM, subtype,
-                f"{both}; the same failure is on {earlier.label}, the backend it passed with "
-                f"on the new torch: the backend change did not do it; {suggests}",
-            )
+    for earlier in since:
+        blamed = _one_change(passed, earlier)
+        if blamed is None:
+            continue
+        pre = "pre-existing: " if blamed is Category.BACKEND else ""
+        return TriageVerdict(
+            blamed, subtype,
+            f"{where}; {pre}the same failure is on {earlier.label}, where "
+            f"{_what_changed(passed, earlier)} (this run: {_what_changed(passed, this)}); "
+            f"{suggests}",
+        )
     return TriageVerdict(
         Category.UNKNOWN, subtype,
-        f"{both}; needs isolation: a run of this backend on torch "
-        f"{passed.torch.label if passed.torch else 'unknown'} (run #{passed.run_id}'s) would "
-        f"decide; {suggests}",
+        f"{_history(passed, broke)}; {_what_changed(passed, this)}; needs isolation: a run "
+        f"of this backend on torch {passed.torch.label if passed.torch else 'unknown'} "
+        f"(run #{passed.run_id}'s) would decide; {suggests}",
         needs_isolation=True, isolate_against_run_id=passed.run_id,
     )
 
@@ -261,11 +290,12 @@ def _never_passed(
     if evidence.failed_before:
         on_this_torch = [e for e in evidence.failed_before if e.same_torch(this)]
         earlier = (on_this_torch or list(evidence.failed_before))[0]
-        which = "on this same torch" if on_this_torch else "on an earlier torch"
+        which = ("on this same torch: it is not new with this torch" if on_this_torch
+                 else "on an earlier torch: the new torch did not do it")
         return TriageVerdict(
             Category.BACKEND, subtype,
-            f"pre-existing: the same failure is on {earlier.label}, {which}, and it never "
-            f"passed in this backend's history: the new torch did not do it; {suggests}",
+            f"pre-existing: the same failure is on {earlier.label}, {which}; it never passed "
+            f"in this backend's history; {suggests}",
         )
     return TriageVerdict(
         Category.UNKNOWN, subtype,

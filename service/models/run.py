@@ -267,3 +267,14 @@ class Failure(Base):
     breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
 
     run: Mapped[Run] = relationship(back_populates="failures")
+
+    @property
+    def verdict(self) -> str | None:
+        """The failure's verdict: what triage blames (``triage``), shown everywhere."""
+        return self.triage
+
+    @property
+    def rule_category(self) -> str | None:
+        """What the classifier's rule suggests (``category``): shown as a suggestion,
+        never as the verdict, which is ``triage``."""
+        return self.category

@@ -89,11 +89,28 @@ def test_a_break_keeps_its_blame_on_the_nights_it_persists() -> None:
         "(torch 2.15.0 def5678, backend 9f8e7d6); only torch changed: ")
 
 
+def test_this_run_against_where_it_passed_decides_before_where_it_first_broke() -> None:
+    """It first failed when both moved; tonight the old backend fails on the new torch:
+    tonight isolates it."""
+    evidence = since(run(12, OLD, THEIRS), run(20, NEW, THEIRS), broke=run(15, NEW, OURS))
+    verdict = triage(TEST_FAILURE, evidence)
+    assert verdict.category is Category.UPSTREAM and not verdict.needs_isolation
+    assert "only torch changed" in verdict.reason and "run #15" not in verdict.reason
+
+
+def test_a_failure_since_on_the_very_torch_and_backend_it_passed_on_is_nondeterministic() -> None:
+    evidence = since(run(12, OLD), run(20), broke=run(15, OLD))
+    verdict = triage(TEST_FAILURE, evidence)
+    assert verdict.category is Category.FLAKE
+    assert ("it failed on run #15 with the same torch and same backend as run #12 where it "
+            "passed: nondeterministic") in verdict.reason
+
+
 def test_neither_changed_is_nondeterministic() -> None:
     verdict = triage(TEST_FAILURE, since(run(12), run(20)))
     assert verdict.category is Category.FLAKE
-    assert ("same torch and same backend as run #12 where it passed: nondeterministic"
-            in verdict.reason)
+    assert ("it failed on run #20 with the same torch and same backend as run #12 where it "
+            "passed: nondeterministic") in verdict.reason
 
 
 def test_a_rebuilt_wheel_of_the_same_commit_is_a_torch_change() -> None:
@@ -125,7 +142,8 @@ def test_an_earlier_run_that_isolates_a_both_changed_failure_decides_it() -> Non
     # The backend it passed with, on tonight's torch, failed the same way: upstream.
     other = triage(OWN_HEADER, since(passed, this, failed_before=(run(19, NEW, THEIRS),)))
     assert other.category is Category.UPSTREAM
-    assert "the backend change did not do it" in other.reason
+    assert ("the same failure is on run #19 (torch 2.15.0 def5678, backend 1a2b3c4), where "
+            "only torch changed: 2.13.0 abc1234 → 2.15.0 def5678") in other.reason
     # A failure on tonight's own torch and backend isolates nothing.
     same = triage(OWN_HEADER, since(passed, this, failed_before=(run(19, NEW, OURS),)))
     assert same.category is Category.UNKNOWN and same.needs_isolation
