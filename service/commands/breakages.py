@@ -29,7 +29,7 @@ def _title(failure: Failure) -> str:
         (str(captures[k]) for k in ("symbol", "header", "class", "test", "op") if captures.get(k)),
         failure.nodeid or "",
     )
-    kind = failure.subtype or failure.category or "failure"
+    kind = failure.subtype or failure.triage or "failure"
     return f"{kind}: {subject}" if subject else f"{kind}: {failure.line[:200]}"
 
 

@@ -139,6 +139,19 @@ def test_every_view_names_the_same_category_for_every_run(
         assert shown_verdict is not None and shown_verdict.group(1) == doc["verdict"]
         badges = re.findall(r'<p class="what"><span class="badge v-([a-z]+)"', html)
         assert badges == [f["category"] for f in doc["failures"]], run_id
+        for f in doc["failures"]:  # the rule's category only as its suggestion
+            assert f"; the rule suggests {f['rule_category']}</li>" in html
+    first_night = client.get(f"/runs/{runs['unknown']}").text
+    assert ("Needs isolation: it never passed in this backend's history; a run of this "
+            "backend on an earlier torch would decide") in first_night
+
+    # Search: each failure found is shown with its verdict.
+    html = client.get("/search?q=is wrong").text
+    found = re.findall(r'href="[^"]*/runs/(\d+)#failure-(\d+)">run \d+</a></td><td>[^<]*</td>\s*'
+                       r'<td><span class="badge v-([a-z]+)"', html)
+    expected = {(str(run_id), str(f["id"])): f["category"]
+                for run_id, doc in docs.items() for f in doc["failures"]}
+    assert found and {(r, i): v for r, i, v in found} == expected
 
     # The matrix: each failing suite's cell is its failure's category, and the worst cell
     # of a run is the run's verdict; a compatible run's cells all pass.
