@@ -41,7 +41,10 @@ class RunSummary(_Orm):
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
     attempts: int
-    verdict: str | None
+    verdict: str | None = Field(
+        description="compatible for a passed run; else who is to blame: upstream | backend | "
+        "unknown | infra | flake (the worst of its failures); null until it has finished"
+    )
     verdict_subtype: str | None
     duration_s: float | None
 
@@ -97,7 +100,11 @@ class FailureOut(_Orm):
     line: str
     line_no: int | None
     captures: dict[str, Any]
-    category: str | None
+    category: str | None = Field(
+        validation_alias="verdict",  # Failure.verdict: its triage
+        description="Who is to blame: triage's verdict on the failure (the same as `triage`); "
+        "what the rule suggests is `rule_category`",
+    )
     subtype: str | None
     rule: str | None
     fingerprint: str | None
@@ -105,6 +112,14 @@ class FailureOut(_Orm):
     triage: str | None
     triage_reason: str | None
     breakage_id: int | None
+    rule_category: str | None = Field(
+        None, description="What the classifier's rule suggests: never the verdict")
+    needs_isolation: bool = Field(
+        False, description="Triage could not tell torch from the backend: an isolating run "
+        "would decide (the category is then unknown)")
+    isolate_against_run_id: int | None = Field(
+        None, description="The run whose torch that isolating run would use (where the "
+        "failure last passed); null when it never passed")
 
 
 class MechanismOut(BaseModel):

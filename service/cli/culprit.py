@@ -101,6 +101,27 @@ def _rank_run(settings: Settings, session: Session, run: Run, base: Run | None) 
     )
 
 
+def _passed(run: Run, as_json: bool) -> bool:
+    """A passed run broke nothing: there is no culprit to look for (exit 0, not a usage
+    error); its document has no range and no suspect, and says why."""
+    from service.models import RunState
+    from service.schemas import Culprits, RangeOut
+
+    if run.state != RunState.PASSED:
+        return False
+    note = (f"run {run.id} passed (verdict {run.verdict or 'compatible'}): nothing broke, "
+            "so there is no culprit to look for")
+    if as_json:
+        print_json(Culprits(
+            range=RangeOut(base=None, head=None, base_version=None, head_version=None,
+                           base_run_id=None, note=note, compare_url=None),
+            suspects=[], note=note,
+        ).model_dump(mode="json"))
+    else:
+        out.print(escape(note))
+    return True
+
+
 def culprit(
     run_id: Annotated[int | None, typer.Argument(help="A red run to find the upstream change for.")] = None,
     base_run: Annotated[
@@ -123,6 +144,8 @@ def culprit(
     settings = load_settings()
     with session_scope(migrated_engine(settings)) as session:
         run = _run_or_die(session, run_id)
+        if _passed(run, as_json):
+            return
         base = _run_or_die(session, base_run) if base_run is not None else None
         if base is not None and base.backend_id != run.backend_id:
             die(f"run {base.id} is of another backend than run {run.id}: a range compares "

@@ -271,13 +271,17 @@ def _torch_label(run: RunSummary) -> str:
 
 
 def _verdict_label(run: RunSummary) -> str:
+    """The run's verdict as every view names it (``compatible`` for a passed run)."""
+    from service.models import RunState
+
     if not run.verdict:
-        return "-"
+        return "none yet" if run.state in RunState.ACTIVE else "-"
     return f"{run.verdict}/{run.verdict_subtype}" if run.verdict_subtype else run.verdict
 
 
 def _failure_label(failure: FailureOut) -> str:
-    return escape(f"[{failure.subtype or failure.category}] {failure.line[:90]}")
+    kind = "/".join(part for part in (failure.category, failure.subtype) if part)
+    return escape(f"[{kind or 'unknown'}] {failure.line[:90]}")
 
 
 def _print_results(results: list[RunDetail]) -> None:
@@ -333,7 +337,7 @@ def list_runs(
         table.add_column(col)
     for r in page.runs:
         dur = f"{r.duration_s:.0f}s" if r.duration_s else "-"
-        table.add_row(str(r.id), r.backend, _torch_label(r), r.state, r.verdict or "-",
+        table.add_row(str(r.id), r.backend, _torch_label(r), r.state, _verdict_label(r),
                       r.created_at.isoformat()[:19], dur)
     out.print(table)
 
@@ -370,9 +374,10 @@ def show(
     git_version = data.torch_build.git_version if data.torch_build else None
     out.print(f"[bold]run {data.id}[/]  {data.backend} @ {data.backend_sha}  "
               f"torch {_torch_label(data)} ({git_version or '?'})  state [bold]{data.state}[/]")
-    if data.verdict:
-        out.print(f"verdict: {data.verdict}/{data.verdict_subtype or '-'} — "
-                  f"{data.verdict_reason or ''}")
+    # Reasons quote the build's own words: text, not markup.
+    out.print(escape(printable(f"verdict: {_verdict_label(data)}"
+                               + (f" — {data.verdict_reason}" if data.verdict_reason else ""))),
+              highlight=False)
     steps = Table(title="steps")
     for col in ("step", "status", "duration", "summary"):
         steps.add_column(col)
@@ -396,9 +401,12 @@ def show(
         more = f" (+{len(group) - 1} more)" if len(group) > 1 else ""
         # Node ids and "[category/subtype]" are text, not rich markup.
         # Node ids, lines and captures come from the build: text, not markup or escapes.
+        # The verdict is triage's; the rule's category is only its suggestion.
         out.print("[red]✗[/] " + escape(printable(
-            f"{f.stage} {f.nodeid or ''}{more} [{f.category}/{f.subtype}] rule={f.rule} "
-            f"triage={f.triage}")), highlight=False)
+            f"{f.stage} {f.nodeid or ''}{more} [{f.category or 'unknown'}/{f.subtype}] rule={f.rule} "
+            f"(the rule suggests {f.rule_category})")), highlight=False)
+        if f.triage_reason:
+            out.print(printable(f"    why: {f.triage_reason}"), markup=False, highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
         out.print(printable(f"    {where}{line}"), markup=False, highlight=False)

@@ -1,7 +1,9 @@
 """Group failures into Breakages across nights, and resolve them when they stop happening.
 
 A Breakage is keyed by (backend, fingerprint, fingerprint version). A run adds an
-occurrence to each breakage its failures match; an open breakage is resolved by a later
+occurrence to each breakage its failures match, and the breakage's category becomes what
+triage said of them in that run (the worst of its failures there, by the one severity
+order): the newest evidence speaks, as when an isolating run settles an unknown; an open breakage is resolved by a later
 finished run of the same backend on a torch spec where the breakage was seen, if that run
 no longer shows the fingerprint (the fix landed, upstream or in the backend).
 """
@@ -14,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands.upsert import insert_or_ignore
+from service.domain.verdict import Category, severity_rank
 from service.models import Breakage, BreakageStatus, Failure, Run, utcnow
 
 # Flakes and infra trouble are not breakages of the integration path.
@@ -26,7 +29,7 @@ def _title(failure: Failure) -> str:
         (str(captures[k]) for k in ("symbol", "header", "class", "test", "op") if captures.get(k)),
         failure.nodeid or "",
     )
-    kind = failure.subtype or failure.category or "failure"
+    kind = failure.subtype or failure.triage or "failure"
     return f"{kind}: {subject}" if subject else f"{kind}: {failure.line[:200]}"
 
 
@@ -35,9 +38,16 @@ def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) 
     per run, however many tests of the run share the fingerprint."""
     now = run.finished_at or utcnow()
     touched: dict[int, Breakage] = {}
-    for failure in failures:
-        if not failure.fingerprint or (failure.triage in NOT_A_BREAKAGE):
-            continue
+    grouped = [f for f in failures if f.fingerprint and f.triage not in NOT_A_BREAKAGE]
+    # The breakage's category: triage's, never the rule's (that is only a suggestion).
+    triaged: dict[tuple[str | None, int], str] = {}
+    for failure in grouped:
+        fkey = (failure.fingerprint, failure.fingerprint_version or 0)
+        category = failure.triage or Category.UNKNOWN.value
+        if fkey not in triaged or severity_rank(category) < severity_rank(triaged[fkey]):
+            triaged[fkey] = category
+    for failure in grouped:
+        category = triaged[(failure.fingerprint, failure.fingerprint_version or 0)]
         key = {
             "backend_id": run.backend_id,
             "fingerprint": failure.fingerprint,
@@ -49,7 +59,7 @@ def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) 
             Breakage,
             {
                 **key,
-                "category": failure.triage or failure.category,
+                "category": category,
                 "subtype": failure.subtype,
                 "title": _title(failure),
                 "captures": dict(failure.captures or {}),
@@ -71,6 +81,7 @@ def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) 
         failure.breakage_id = breakage.id
         if breakage.id not in touched:
             touched[breakage.id] = breakage
+            breakage.category = category
             # In SQL, not Python: concurrent runs each add theirs.
             breakage.occurrences = Breakage.occurrences + 1
             breakage.last_seen_run_id = run.id

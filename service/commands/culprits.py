@@ -45,6 +45,16 @@ def on_opened(session: Session, breakage: Breakage, found: RegressionRange) -> N
     request_analysis(session, breakage)
 
 
+def became_upstream(session: Session, breakage: Breakage) -> None:
+    """A breakage that opened as another category and is upstream's now (an isolating run
+    settled it): its suspects are asked for over the range fixed when it opened."""
+    if not (breakage.range_base_sha and breakage.range_head_sha):
+        breakage.culprits_note = f"no suspect: {breakage.range_note or 'no regression range'}"
+        return
+    if request_analysis(session, breakage):
+        breakage.culprits_note = "waiting for the range's commits from GitHub"
+
+
 def request_analysis(session: Session, breakage: Breakage) -> bool:
     """One ranking per (breakage, range): asking again for the same range is a no-op."""
     key = f"culprit:{breakage.id}:{breakage.range_base_sha}..{breakage.range_head_sha}"
@@ -133,12 +143,14 @@ def after_run(
 ) -> None:
     """The run's part of the loop: breakages it opened get its range ``found`` (and, when
     upstream's, an analysis); those already reported get their PR's comment refreshed
-    (one more occurrence, or resolved)."""
+    (one more occurrence, or resolved); one that turned upstream gets its analysis."""
     for breakage in touched:
         if breakage.first_seen_run_id == run.id:
             on_opened(session, breakage, found)
         elif breakage.culprits:
             request_pr_report(session, breakage, repo=repo, min_score=min_score)
+        elif breakage.category == UPSTREAM and breakage.culprits_ranked_at is None:
+            became_upstream(session, breakage)
     for breakage in resolved:
         if breakage.culprits:
             request_pr_report(session, breakage, repo=repo, min_score=min_score)

@@ -1,60 +1,162 @@
 """Triage: who is to blame for a failure, and for a whole run. Pure; the caller looks up
-the history (last green run, rerun result) and passes it in as ``TriageEvidence``.
+the history and passes it in as ``TriageEvidence``.
+
+A failure is blamed on what changed. Its history is that of the *same* test (by node id)
+or step, not of the whole run: a backend with one long-standing red test still has a
+history for every other test. ``TriageEvidence`` holds
+
+- ``this``: the identity of the run being triaged: its torch (``TorchIdentity``: version,
+  ``git_version`` and the wheel's sha256) and its backend (``Run.backend_sha``: a git sha,
+  ``<sha>-dirty-<hash>`` with local edits, ``nogit-<content hash>`` for a directory);
+- ``passed``: the newest earlier run of the backend where this test or step passed;
+- ``broke``: the first run after ``passed`` where it failed, when that is earlier than this
+  run (it has failed since); None when it broke in this run;
+- ``failed_before``: earlier runs where the same fingerprint failed, one per distinct
+  (torch, backend) pair, newest first;
+- ``passed_on_rerun``: the test passed when rerun automatically.
+
+Two torches are the same when version and git_version agree and their wheels' sha256 do
+not differ (an unknown sha256 does not count as a difference); two backends when their
+recorded shas are equal (an unknown one is never the same).
 
 ``triage(finding, evidence) -> TriageVerdict`` walks this cascade, first answer wins:
 
-1. no finding                         -> unknown  (a red step with no evidence at all)
-2. the finding is an infra signature  -> infra    (disk, network, pip, timeout, killed)
-2b. torch itself does not import in a fresh env (``torch-unusable``, found at provision,
-   where no backend code has run) -> upstream, whatever the history: nothing else is there
-3. same fingerprint failed on the last green run of this backend on the pinned torch
-                                      -> backend  (pre-existing: the new torch did not do it)
-4. it passed on the automatic rerun   -> flake
-5. there is a last green torch for this backend (the failure is new since then):
-     backend unchanged since then     -> upstream (only torch changed)
-     backend changed, rule blames it  -> backend
-     backend changed otherwise        -> unknown  (both moved: needs a bisect)
-6. no green run to compare with       -> unknown  (the rule's guess is in the reason)
+1. an infra signature                  -> infra     (disk, network, pip, timeout, killed)
+2. torch itself does not import in a fresh env (``torch-unusable``, found at provision,
+   where no backend code has run)      -> upstream, whatever the history
+3. it passed on the automatic rerun    -> flake
+4. it passed on an earlier run (``passed``):
+   a. it failed since on the very torch and backend it passed on (``broke``, an earlier
+      run with the same failure, or this run)
+                                       -> flake   (nothing changed: nondeterministic)
+   b. this run against ``passed``: only torch changed -> upstream;
+                                   only the backend changed -> backend
+   c. both changed: where it first failed (``broke``), then the earlier runs with the
+      same failure since ``passed``, oldest first, the first that differs from ``passed``
+      in one thing only decides: only torch -> upstream, only the backend -> backend
+      (pre-existing: the new torch did not do it). So a break keeps its blame on the
+      nights it persists, whatever moves meanwhile, and an earlier run that already
+      isolated it (a pin run of tonight's backend) settles it.
+   d. otherwise                        -> unknown, needs isolation: this backend on
+                                          ``passed``'s torch would decide
+5. it never passed in this backend's history:
+     the same failure is on an earlier run (newest first, one on this run's torch preferred)
+                                       -> backend (pre-existing: it never passed)
+     otherwise (a vendor's first night, a new test that fails)
+                                       -> unknown, needs isolation (no torch to isolate on)
 
-Infra is checked before "pre-existing" on purpose (a deviation from the issue's order): a
-full disk or an OOM kill that also hit the last green run says the machine is broken, and
-blaming the backend for it would be wrong.
+A failure with no rule matched (no finding) goes through the same history from step 3 on,
+as the generic subtype: a step that passed on the old torch and fails on the new one is
+upstream's break whether or not a rule names it.
+
+"Pre-existing" is an earlier run with the same failure that isolates it, not any earlier
+red run: the same failure on an earlier run with *this* run's torch would not clear the
+torch (that run may have broken on it too), so while the failure has a pass to compare
+with, only a run that differs from that pass in the backend alone blames the backend.
+Infra is checked first on purpose: a full disk that also hit an earlier run says the
+machine is broken, and blaming the backend for it would be wrong.
+
+Reasons name the runs compared and what differed, e.g. "passed on run #12 (torch 2.13.0
+abc1234, backend 9f8e7d6); only torch changed: 2.13.0 abc1234 → 2.15.0 def5678". The
+rule's own category is never the verdict (except for infra and a torch that does not
+import); the reason ends with what the rule suggests.
 
 ``run_verdict(verdicts) -> TriageVerdict | None``: the worst failure decides the run, in
-the order upstream > backend > infra > flake > unknown. Upstream ranks first because it is
-what the service exists to report; unknown ranks last because a run with one named break
-and one unexplained failure is still that break's run. None for a run without failures.
+the order of ``SEVERITY`` (``service.domain.verdict``: upstream > backend > unknown >
+infra > flake), with a tally of the rest. None for a run without failures.
+
+``judge_run(verdicts, passed=...) -> RunVerdict``: the run's verdict as every view shows
+it: ``compatible`` for a run that passed (nothing failed but tests that passed on rerun),
+else ``run_verdict``. A failure triaged flake because nothing changed since it passed
+(step 4) still fails its run: it did fail, and a rerun did not clear it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from service.domain.verdict import Category, Finding, Stage, Subtype, TriageVerdict
-
-SEVERITY: tuple[Category, ...] = (
-    Category.UPSTREAM,
-    Category.BACKEND,
-    Category.INFRA,
-    Category.FLAKE,
-    Category.UNKNOWN,
+from service.domain.verdict import (
+    COMPATIBLE,
+    SEVERITY,
+    Category,
+    Finding,
+    Stage,
+    Subtype,
+    TriageVerdict,
 )
+
+__all__ = [
+    "COMPATIBLE",
+    "SEVERITY",
+    "RunIdentity",
+    "RunVerdict",
+    "TorchIdentity",
+    "TriageEvidence",
+    "judge_run",
+    "run_verdict",
+    "triage",
+]
+
+
+@dataclass(frozen=True)
+class TorchIdentity:
+    """The torch a run tested: what it was built from and the wheel that was installed."""
+
+    version: str
+    git_version: str
+    sha256: str | None = None
+
+    def same_as(self, other: TorchIdentity) -> bool:
+        if (self.version, self.git_version) != (other.version, other.git_version):
+            return False
+        return not (self.sha256 and other.sha256 and self.sha256 != other.sha256)
+
+    @property
+    def label(self) -> str:
+        return f"{self.version} {self.git_version[:7]}" if self.git_version else self.version
+
+
+def _short_backend(sha: str | None) -> str:
+    if not sha:
+        return "unknown"
+    if sha.startswith("nogit-"):
+        return sha[:13]
+    return sha if "-dirty-" in sha else sha[:7]
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What one run built and tested: its torch and its backend (None: not recorded)."""
+
+    run_id: int
+    torch: TorchIdentity | None
+    backend: str | None
+
+    @property
+    def label(self) -> str:
+        torch = self.torch.label if self.torch else "unknown"
+        return f"run #{self.run_id} (torch {torch}, backend {_short_backend(self.backend)})"
+
+    def same_torch(self, other: RunIdentity) -> bool:
+        return self.torch is not None and other.torch is not None and self.torch.same_as(
+            other.torch)
+
+    def same_backend(self, other: RunIdentity) -> bool:
+        return self.backend is not None and self.backend == other.backend
 
 
 @dataclass(frozen=True)
 class TriageEvidence:
-    """What the history says about one failure (the caller queries it)."""
+    """What the history says about one failure (the caller queries it; see the module
+    docstring for each field)."""
 
-    # The same fingerprint also failed on the last green run of this backend + torch pin.
-    failed_on_last_green: bool = False
-    # The failing test/step passed when rerun automatically.
+    this: RunIdentity | None = None
+    passed: RunIdentity | None = None
+    broke: RunIdentity | None = None
+    failed_before: Sequence[RunIdentity] = ()
     passed_on_rerun: bool = False
-    # This backend has a green run on an earlier torch, so "new since then" is meaningful.
-    has_last_green_torch: bool = False
-    # The backend's sha differs from the one in that last green run.
-    backend_changed: bool = False
 
 
 def _describe(finding: Finding) -> str:
@@ -63,47 +165,144 @@ def _describe(finding: Finding) -> str:
     return f"{finding.subtype.value} by rule {finding.rule}{named}"
 
 
-def triage(finding: Finding | None, evidence: TriageEvidence) -> TriageVerdict:
+def _suggests(finding: Finding | None) -> str:
     if finding is None:
-        return TriageVerdict(Category.UNKNOWN, Subtype.GENERIC,
-                             "the step failed but no rule matched its log")
-    what = _describe(finding)
-    if finding.category is Category.INFRA:
-        return TriageVerdict(Category.INFRA, finding.subtype, f"infrastructure failure: {what}")
-    if finding.subtype is Subtype.TORCH_UNUSABLE and finding.stage is Stage.PROVISION:
+        return "no rule matched its log"
+    return f"the rule suggests {finding.category.value}: {_describe(finding)}"
+
+
+def _torch_change(before: TorchIdentity | None, after: TorchIdentity | None) -> str:
+    if before is None or after is None:
+        return f"{before.label if before else 'unknown'} → {after.label if after else 'unknown'}"
+    if before.label == after.label and before.sha256 and after.sha256:
+        return (f"{before.label} rebuilt: wheel sha256 {before.sha256[:7]} → "
+                f"{after.sha256[:7]}")
+    return f"{before.label} → {after.label}"
+
+
+def _backend_change(before: str | None, after: str | None) -> str:
+    return f"{_short_backend(before)} → {_short_backend(after)}"
+
+
+def _history(passed: RunIdentity, broke: RunIdentity | None) -> str:
+    where = f"passed on {passed.label}"
+    return f"{where}; first failed on {broke.label}" if broke is not None else where
+
+
+def triage(finding: Finding | None, evidence: TriageEvidence) -> TriageVerdict:
+    subtype = finding.subtype if finding is not None else Subtype.GENERIC
+    if finding is not None and finding.category is Category.INFRA:
+        return TriageVerdict(Category.INFRA, subtype,
+                             f"infrastructure failure: {_describe(finding)}")
+    if (finding is not None and finding.subtype is Subtype.TORCH_UNUSABLE
+            and finding.stage is Stage.PROVISION):
         return TriageVerdict(
-            Category.UPSTREAM, finding.subtype,
+            Category.UPSTREAM, subtype,
             f"torch itself does not import in a fresh environment, before any backend code: "
-            f"{what}",
+            f"{_describe(finding)}",
         )
-    if evidence.failed_on_last_green:
-        return TriageVerdict(
-            Category.BACKEND, finding.subtype,
-            f"pre-existing: the same failure is on the last green run of this backend and "
-            f"torch pin: {what}",
-        )
+    suggests = _suggests(finding)
     if evidence.passed_on_rerun:
-        return TriageVerdict(Category.FLAKE, finding.subtype, f"passed on rerun: {what}")
-    if evidence.has_last_green_torch:
-        if not evidence.backend_changed:
+        return TriageVerdict(Category.FLAKE, subtype, f"passed on rerun; {suggests}")
+    this = evidence.this
+    if this is None:  # nothing to compare with (a caller without history)
+        return TriageVerdict(Category.UNKNOWN, subtype,
+                             f"no history to compare with; {suggests}", needs_isolation=True)
+    if evidence.passed is not None:
+        return _since_it_passed(evidence.passed, this, evidence, subtype, suggests)
+    return _never_passed(this, evidence, subtype, suggests)
+
+
+def _one_change(passed: RunIdentity, failed: RunIdentity) -> Category | None:
+    """Upstream when only torch differs between the two runs, backend when only the
+    backend does; None when both (or neither) do."""
+    torch_changed = not passed.same_torch(failed)
+    backend_changed = not passed.same_backend(failed)
+    if torch_changed == backend_changed:
+        return None
+    return Category.UPSTREAM if torch_changed else Category.BACKEND
+
+
+def _what_changed(passed: RunIdentity, failed: RunIdentity) -> str:
+    torch = _torch_change(passed.torch, failed.torch)
+    backend = _backend_change(passed.backend, failed.backend)
+    if _one_change(passed, failed) is Category.UPSTREAM:
+        return f"only torch changed: {torch}"
+    if _one_change(passed, failed) is Category.BACKEND:
+        return f"only the backend changed: {backend}"
+    return f"both changed: torch {torch}, backend {backend}"
+
+
+def _since_it_passed(
+    passed: RunIdentity, this: RunIdentity, evidence: TriageEvidence, subtype: Subtype,
+    suggests: str,
+) -> TriageVerdict:
+    """Step 4 of the cascade, in this order: a failure since ``passed`` on the very same
+    torch and backend makes it nondeterministic; else this run against ``passed``; else
+    (both changed) where it first failed, then the earlier runs with the same failure
+    since ``passed``, oldest first, each when it differs from ``passed`` in one thing
+    only; else it needs isolation."""
+    broke = evidence.broke
+    since = sorted((e for e in evidence.failed_before if e.run_id > passed.run_id),
+                   key=lambda e: e.run_id)
+    where = f"passed on {passed.label}"
+    for failed in ([broke] if broke else []) + since + [this]:
+        if failed.same_torch(passed) and failed.same_backend(passed):
             return TriageVerdict(
-                Category.UPSTREAM, finding.subtype,
-                f"new since the last green torch with the same backend: {what}",
+                Category.FLAKE, subtype,
+                f"{where}; it failed on run #{failed.run_id} with the same torch and same "
+                f"backend as run #{passed.run_id} where it passed: nondeterministic; "
+                f"{suggests}",
             )
-        if finding.category is Category.BACKEND:
-            return TriageVerdict(
-                Category.BACKEND, finding.subtype,
-                f"new since the last green run, the backend changed and the rule blames it: "
-                f"{what}",
-            )
+    blamed = _one_change(passed, this)
+    if blamed is not None:
+        return TriageVerdict(blamed, subtype,
+                             f"{where}; {_what_changed(passed, this)}; {suggests}")
+    if broke is not None and (blamed := _one_change(passed, broke)) is not None:
         return TriageVerdict(
-            Category.UNKNOWN, finding.subtype,
-            f"new since the last green run, but torch and the backend both changed: {what}",
+            blamed, subtype,
+            f"{_history(passed, broke)}; {_what_changed(passed, broke)}; failing since "
+            f"(this run: {_what_changed(passed, this)}); {suggests}",
+        )
+    for earlier in since:
+        blamed = _one_change(passed, earlier)
+        if blamed is None:
+            continue
+        pre = "pre-existing: " if blamed is Category.BACKEND else ""
+        return TriageVerdict(
+            blamed, subtype,
+            f"{where}; {pre}the same failure is on {earlier.label}, where "
+            f"{_what_changed(passed, earlier)} (this run: {_what_changed(passed, this)}); "
+            f"{suggests}",
         )
     return TriageVerdict(
-        Category.UNKNOWN, finding.subtype,
-        f"no green run of this backend to compare with; the rule suggests "
-        f"{finding.category.value}: {what}",
+        Category.UNKNOWN, subtype,
+        f"{_history(passed, broke)}; {_what_changed(passed, this)}; needs isolation: a run "
+        f"of this backend on torch {passed.torch.label if passed.torch else 'unknown'} "
+        f"(run #{passed.run_id}'s) would decide; {suggests}",
+        needs_isolation=True, isolate_against_run_id=passed.run_id,
+    )
+
+
+def _never_passed(
+    this: RunIdentity, evidence: TriageEvidence, subtype: Subtype, suggests: str
+) -> TriageVerdict:
+    if evidence.failed_before:
+        on_this_torch = [e for e in evidence.failed_before if e.same_torch(this)]
+        earlier = (on_this_torch or list(evidence.failed_before))[0]
+        which = ("on this same torch: it is not new with this torch" if on_this_torch
+                 else "on an earlier torch: the new torch did not do it")
+        return TriageVerdict(
+            Category.BACKEND, subtype,
+            f"pre-existing: the same failure is on {earlier.label}, {which}; it never passed "
+            f"in this backend's history; {suggests}",
+        )
+    return TriageVerdict(
+        Category.UNKNOWN, subtype,
+        f"no earlier run of this backend where it passed (a first night, or it never "
+        f"passed) and no earlier run with the same failure; needs isolation: a run of "
+        f"backend {_short_backend(this.backend)} on an earlier torch would decide; {suggests}",
+        needs_isolation=True,
     )
 
 
@@ -118,3 +317,29 @@ def run_verdict(verdicts: Iterable[TriageVerdict]) -> TriageVerdict | None:
     return TriageVerdict(
         worst.category, worst.subtype, f"{len(items)} {noun} ({tally}); worst: {worst.reason}"
     )
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """A run's verdict as stored on the run and shown everywhere: a Category value, or
+    ``compatible`` for a run that passed."""
+
+    verdict: str
+    subtype: str | None
+    reason: str
+
+
+def judge_run(verdicts: Iterable[TriageVerdict], *, passed: bool) -> RunVerdict:
+    """``compatible`` for a run that passed (its only failures passed on rerun: a flaky
+    test does not speak for the run); otherwise the worst failure's category, with the
+    tally of all of them."""
+    items = list(verdicts)
+    if passed:
+        if not items:
+            return RunVerdict(COMPATIBLE, None, "passed")
+        noun = "test" if len(items) == 1 else "tests"
+        return RunVerdict(COMPATIBLE, None, f"passed; {len(items)} flaky {noun} passed on rerun")
+    worst = run_verdict(items)
+    if worst is None:
+        return RunVerdict(Category.UNKNOWN.value, None, "failed without a classified failure")
+    return RunVerdict(worst.category.value, worst.subtype.value, worst.reason)

@@ -4,7 +4,10 @@ Stable interface (the pipeline stores ``Finding.to_dict()`` as JSON in ``failure
 and reads it back with ``Finding.from_dict``):
 
 - ``Stage``: the pipeline step a log came from (provision, build, import, test).
-- ``Category``: who is to blame (upstream, backend, infra, flake, unknown).
+- ``Category``: who is to blame (upstream, backend, infra, flake, unknown), and
+  ``SEVERITY``, the one order they rank in wherever one failure must speak for several
+  (a run's verdict, a matrix cell, a breakage): every view imports it from here.
+- ``COMPATIBLE``: the verdict of a run that passed (nothing to blame).
 - ``Subtype``: the breakage taxonomy of DESIGN.md section 2 plus infra subtypes.
 - ``Finding``: one decisive failure with its evidence (rule, line, context, captures,
   fingerprint). Enum values are the strings stored in the database columns.
@@ -31,6 +34,30 @@ class Category(enum.StrEnum):
     INFRA = "infra"
     FLAKE = "flake"
     UNKNOWN = "unknown"
+
+
+# Worst first: the one a vendor or upstream must act on wins. Upstream is what the service
+# exists to report; unknown comes next because it is a red failure nobody has explained
+# yet (it needs an isolating run), so it outranks infra, the machine's trouble, and flake,
+# which never speaks for a run. A run that is failed (not errored) never reads infra.
+SEVERITY: tuple[Category, ...] = (
+    Category.UPSTREAM,
+    Category.BACKEND,
+    Category.UNKNOWN,
+    Category.INFRA,
+    Category.FLAKE,
+)
+
+# The verdict of a passed run (flaky tests included): it is not a Category, there is nobody
+# to blame.
+COMPATIBLE = "compatible"
+
+
+def severity_rank(category: str | None) -> int:
+    """Where a stored category string ranks in SEVERITY (0 is the worst); anything that is
+    not a category (None, a typo in an old row) ranks as unknown."""
+    known = {c.value: i for i, c in enumerate(SEVERITY)}
+    return known.get(category or "", known[Category.UNKNOWN.value])
 
 
 class Subtype(enum.StrEnum):
@@ -135,19 +162,31 @@ class Finding:
 
 @dataclass(frozen=True)
 class TriageVerdict:
-    """Who is to blame for one failure (or a whole run), and why, in one sentence."""
+    """Who is to blame for one failure (or a whole run), and why, in one sentence.
+
+    ``needs_isolation``: the history cannot tell torch from the backend (both changed since
+    the failure last passed, or it never passed): the category is then unknown, and an
+    isolating run (this run's backend on an earlier torch) would decide.
+    ``isolate_against_run_id``: the run whose torch that isolating run should use (the last
+    torch the failure passed on); None when there is none (it never passed)."""
 
     category: Category
     subtype: Subtype
     reason: str
+    needs_isolation: bool = False
+    isolate_against_run_id: int | None = None
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         return {"category": self.category.value, "subtype": self.subtype.value,
-                "reason": self.reason}
+                "reason": self.reason, "needs_isolation": self.needs_isolation,
+                "isolate_against_run_id": self.isolate_against_run_id}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TriageVerdict:
         try:
-            return cls(Category(data["category"]), Subtype(data["subtype"]), str(data["reason"]))
+            against = data.get("isolate_against_run_id")
+            return cls(Category(data["category"]), Subtype(data["subtype"]), str(data["reason"]),
+                       needs_isolation=bool(data.get("needs_isolation", False)),
+                       isolate_against_run_id=int(against) if against is not None else None)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a serialised TriageVerdict: {exc!r}") from exc

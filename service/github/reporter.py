@@ -83,7 +83,7 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
             BreakageReport(
                 breakage_id=breakage.id,
                 backend=backend.name if backend else str(breakage.backend_id),
-                category=breakage.category or "upstream",
+                category=breakage.category or "unknown",
                 subtype=breakage.subtype,
                 title=breakage.title,
                 decisive_line=decisive or "",

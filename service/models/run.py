@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Float,
     ForeignKey,
     Index,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Text,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -245,16 +247,34 @@ class Failure(Base):
     line: Mapped[str] = mapped_column(Text, default="")
     line_no: Mapped[int | None]
     captures: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # Classifier output (the full Finding is kept for "why this verdict").
+    # Classifier output (the full Finding is kept for "why this verdict"): ``category`` is
+    # what the rule suggests, never shown as the verdict (that is ``triage``).
     category: Mapped[str | None] = mapped_column(String(16))
     subtype: Mapped[str | None] = mapped_column(String(32))
     rule: Mapped[str | None] = mapped_column(String(100))
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     fingerprint_version: Mapped[int | None]
     finding: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # Triage: upstream | backend | infra | flake | unknown, and why.
+    # Triage: upstream | backend | infra | flake | unknown, and why. This is the failure's
+    # verdict, what every view shows; ``category`` above is only what the rule suggests.
     triage: Mapped[str | None] = mapped_column(String(16))
     triage_reason: Mapped[str | None] = mapped_column(Text)
+    # Triage could not tell torch from the backend (both changed since it passed, or it
+    # never did): an isolating run would decide, on the torch of this run when there is one
+    # (the last the failure passed on).
+    needs_isolation: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    isolate_against_run_id: Mapped[int | None] = mapped_column(Integer)
     breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
 
     run: Mapped[Run] = relationship(back_populates="failures")
+
+    @property
+    def verdict(self) -> str | None:
+        """The failure's verdict: what triage blames (``triage``), shown everywhere."""
+        return self.triage
+
+    @property
+    def rule_category(self) -> str | None:
+        """What the classifier's rule suggests (``category``): shown as a suggestion,
+        never as the verdict, which is ``triage``."""
+        return self.category

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
+from service.domain.verdict import severity_rank
 from service.models import Backend, Breakage, BreakageStatus, Failure, Run, TorchBuild
 
 
@@ -81,6 +82,8 @@ class Occurrence:
     run_created_at: dt.datetime
     failures: int
     nodeids: list[str]
+    # What triage said of them in that run (the worst, by the one severity order).
+    category: str | None = None
 
 
 def occurrences(session: Session, breakage_id: int, *, limit: int = 100) -> list[Occurrence]:
@@ -101,14 +104,18 @@ def occurrences(session: Session, breakage_id: int, *, limit: int = 100) -> list
     ).all()
     run_ids = [run.id for run, _, _ in rows]
     nodeids: dict[int, list[str]] = {rid: [] for rid in run_ids}
+    triaged: dict[int, str] = {}
     if run_ids:
-        for rid, nodeid in session.execute(
-            select(Failure.run_id, Failure.nodeid)
+        for rid, nodeid, category in session.execute(
+            select(Failure.run_id, Failure.nodeid, Failure.triage)
             .where(Failure.breakage_id == breakage_id, Failure.run_id.in_(run_ids))
             .order_by(Failure.id)
         ):
             if nodeid and nodeid not in nodeids[rid]:
                 nodeids[rid].append(nodeid)
+            if category and (rid not in triaged
+                             or severity_rank(category) < severity_rank(triaged[rid])):
+                triaged[rid] = category
     return [
         Occurrence(
             run_id=run.id,
@@ -119,6 +126,7 @@ def occurrences(session: Session, breakage_id: int, *, limit: int = 100) -> list
             run_created_at=run.created_at,
             failures=n,
             nodeids=nodeids[run.id],
+            category=triaged.get(run.id),
         )
         for run, build, n in rows
     ]

@@ -28,7 +28,7 @@ class FailureHit:
     run_id: int
     backend: str
     stage: str
-    category: str | None
+    category: str | None  # the triaged category (the failure's verdict), not the rule's
     subtype: str | None
     nodeid: str | None
     line: str
@@ -60,7 +60,7 @@ def search(session: Session, q: str, *, limit: int = 50) -> SearchResults:
             Failure.run_id,
             Backend.name,
             Failure.stage,
-            Failure.category,
+            Failure.triage,
             Failure.subtype,
             Failure.nodeid,
             func.substr(Failure.line, 1, 300),

@@ -28,9 +28,10 @@ class StageFacts:
     """Per run: step statuses, classified failures, and test outcomes counted per suite."""
 
     steps: dict[int, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
-    failures: dict[int, list[tuple[str, str | None, str | None, str | None, str]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
+    # Per run: (stage, triaged category, subtype, nodeid, line, the rule's category).
+    failures: dict[
+        int, list[tuple[str, str | None, str | None, str | None, str, str | None]]
+    ] = field(default_factory=lambda: defaultdict(list))
     suite_counts: dict[int, dict[str, dict[str, int]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(dict))
     )
@@ -56,19 +57,20 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
             attempt_of[run_id] = attempt
             facts.steps[run_id] = {}
         facts.steps[run_id][name] = status
-    for run_id, stage, category, subtype, nodeid, line in session.execute(
+    for run_id, stage, triaged, subtype, nodeid, line, suggested in session.execute(
         select(
             Failure.run_id,
             Failure.stage,
-            Failure.category,
+            Failure.triage,
             Failure.subtype,
             Failure.nodeid,
             func.substr(Failure.line, 1, 200),
+            Failure.category,
         )
         .where(Failure.run_id.in_(ids))
         .order_by(Failure.id)
     ):
-        facts.failures[run_id].append((stage, category, subtype, nodeid, line or ""))
+        facts.failures[run_id].append((stage, triaged, subtype, nodeid, line or "", suggested))
     for run_id, suite, outcome, n in session.execute(
         select(TestResult.run_id, TestResult.suite, TestResult.outcome, func.count())
         .where(TestResult.run_id.in_(ids))

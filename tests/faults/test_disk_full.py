@@ -60,7 +60,7 @@ def test_a_full_disk_is_infra_every_step_closed_and_retried_once_space_returns(
         assert execute_run(engine, settings, run_id, "w2", retry_infra=True) == "passed"
         with session_scope(engine) as s:
             run = s.get_one(Run, run_id)
-            assert (run.state, run.attempts, run.verdict) == ("passed", 2, None)
+            assert (run.state, run.attempts, run.verdict) == ("passed", 2, "compatible")
             build = s.scalars(select(Step).where(Step.run_id == run_id, Step.name == "build",
                                                  Step.attempt == 2)).one()
             assert build.log_path is not None and build.log_path.endswith("build.attempt2.log")

@@ -273,8 +273,8 @@ def test_push_webhook_build_kill_take_over_verdict(
         lambda: (r := dep.run(run_id))["state"] not in ("queued", "running") and r, 180,
         lambda: f"run {run_id} to finish\n{dep.tail()}", every=0.2,
     )
-    timeline.mark(f"finished: {final['state']} (verdict {final['verdict'] or 'none: nothing broke'})")
-    assert final["state"] == "passed", final
+    timeline.mark(f"finished: {final['state']} (verdict {final['verdict']})")
+    assert (final["state"], final["verdict"]) == ("passed", "compatible"), final
     assert final["attempts"] == 2 and final["backend_sha"] == sha
     assert final["trigger"] == "webhook" and final["trigger_info"]["sha"] == sha
     assert [s["name"] for s in final["steps"]] == ["provision", "build", "test", "collect"]
@@ -288,8 +288,9 @@ def test_push_webhook_build_kill_take_over_verdict(
 
     page = dep.get(f"/runs/{run_id}")
     assert page.status_code == 200
-    # A passed run's verdict is its state (the verdict field names what broke, if anything).
+    # A passed run's verdict is compatible, on the page as in the API.
     assert 'data-state="passed"' in page.text and 'data-state="running"' not in page.text
+    assert '<span class="badge v-compatible">compatible</span>' in page.text
     assert sha[:12] in page.text
     timeline.mark("dashboard page of the run shows the verdict")
     print(f"\nrehearsal timeline (run {run_id}, seconds from the push):\n{timeline.render()}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text
 
+from service.domain.verdict import COMPATIBLE, severity_rank
 from service.models import (
     Backend,
     Breakage,
@@ -538,19 +539,19 @@ def generate(spec: SeedSpec, backend_ids: dict[str, int], ids: _Ids) -> Iterator
                             b["status"] = "resolved"
                             b["resolved_at"] = created
                             b["resolved_by_run_id"] = run_id
-                # The run's verdict: the first failure decides.
+                # The run's verdict: the worst failure decides, as collect's does.
                 finished = t
                 run["finished_at"] = finished
                 if failures:
-                    kind = failures[0][0]
+                    kind = min((f[0] for f in failures), key=lambda k: severity_rank(k.category))
                     run["state"] = "errored" if kind.category == "infra" else "failed"
                     run["verdict"] = kind.category
                     run["verdict_subtype"] = kind.subtype
                     run["verdict_reason"] = kind.explanation
                 else:
                     run["state"] = "passed"
-                    run["verdict"] = "pass"
-                    run["verdict_reason"] = "every step passed and no contract test failed"
+                    run["verdict"] = COMPATIBLE
+                    run["verdict_reason"] = "passed"
         if rows.size() >= spec.batch_size:
             yield rows
             rows = Rows()

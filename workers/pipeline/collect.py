@@ -20,7 +20,7 @@ from service.domain.classify import (
     classify_log,
     classify_test_failure,
 )
-from service.domain.triage import TriageEvidence, run_verdict, triage
+from service.domain.triage import judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
     Backend,
@@ -33,7 +33,7 @@ from service.models import (
     StepStatus,
     TorchBuild,
 )
-from service.queries.baseline import Baseline, baseline_for
+from service.queries.baseline import history_for
 from service.queries.regression import range_for
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 
@@ -135,18 +135,6 @@ def _failure(
     )
 
 
-def _evidence(failure: Failure, run: Run, baseline: Baseline, flaky: set[str]) -> TriageEvidence:
-    return TriageEvidence(
-        failed_on_last_green=bool(failure.fingerprint)
-        and failure.fingerprint in baseline.pin_fingerprints
-        and baseline.pin_run_id is not None,
-        passed_on_rerun=failure.nodeid is not None and failure.nodeid in flaky,
-        has_last_green_torch=baseline.last_green_run_id is not None,
-        backend_changed=baseline.last_green_backend_sha is not None
-        and baseline.last_green_backend_sha != run.backend_sha,
-    )
-
-
 def collect(
     session: Session,
     run: Run,
@@ -162,25 +150,21 @@ def collect(
     own = backend_packages(session.get_one(Backend, run.backend_id).name)
     pairs = _classified_failures(run, build, tests, own, provision)
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
-    baseline = baseline_for(session, run, list(settings.pins))
+    history = history_for(session, run, [f for f, _ in pairs])
     verdicts: list[TriageVerdict] = []
     for failure, finding in pairs:
-        verdict = triage(finding, _evidence(failure, run, baseline, flaky))
+        verdict = triage(finding, history.evidence(failure, passed_on_rerun=failure.nodeid in flaky))
         failure.triage = verdict.category.value
         failure.triage_reason = verdict.reason
+        failure.needs_isolation = verdict.needs_isolation
+        failure.isolate_against_run_id = verdict.isolate_against_run_id
         verdicts.append(verdict)
         session.add(failure)
         note(
-            f"{failure.stage} {failure.nodeid or ''}: {failure.category}/{failure.subtype} "
-            f"(rule {failure.rule}) triage={failure.triage}\n    {failure.line}\n"
+            f"{failure.stage} {failure.nodeid or ''}: {failure.triage}/{failure.subtype} "
+            f"(rule {failure.rule} suggests {failure.category})\n    {failure.line}\n"
         )
     session.flush()
-
-    # A flaky test next to real failures does not speak for the run.
-    overall = run_verdict([v for v in verdicts if v.category is not Category.FLAKE] or verdicts)
-    run.verdict = overall.category.value if overall else None
-    run.verdict_subtype = overall.subtype.value if overall else None
-    run.verdict_reason = overall.reason if overall else None
 
     touched = record_occurrences(session, run, [f for f, _ in pairs])
     built = build is not None and build.status is StepStatus.PASSED
@@ -200,7 +184,8 @@ def collect(
         repo=settings.upstream_repo, min_score=settings.culprit_min_score,
     )
 
-    real = [v for v in verdicts if v.category is not Category.FLAKE]
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
     if not real:
         state = RunState.PASSED
     elif all(v.category is Category.INFRA for v in real) or (
@@ -209,5 +194,8 @@ def collect(
         state = RunState.ERRORED
     else:
         state = RunState.FAILED
+    judged = judge_run(verdicts, passed=state is RunState.PASSED)
+    run.verdict, run.verdict_subtype, run.verdict_reason = (
+        judged.verdict, judged.subtype, judged.reason)
     note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
     return state

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from service.domain.verdict import severity_rank
 from service.models import Outcome, RunState, StepStatus
 
 # verdict -> (glyph, short label shown in the cell, words for hover and screen readers)
@@ -21,17 +22,16 @@ VERDICTS: dict[str, tuple[str, str, str]] = {
     "skipped": ("–", "skp", "all skipped"),
     "notrun": ("·", "", "not run"),
 }
-# When one cell holds failures of several categories, the one a vendor must act on wins.
-SEVERITY = ("upstream", "backend", "unknown", "infra", "flake")
 
 
 @dataclass(frozen=True)
 class FailureFact:
     stage: str
-    category: str | None
+    category: str | None  # the triaged category: the failure's verdict
     subtype: str | None
     nodeid: str | None
     line: str
+    suggested: str | None = None  # what the classifier's rule suggested
 
 
 @dataclass(frozen=True)
@@ -78,14 +78,18 @@ EMPTY = Cell("notrun", None, "", None)
 
 
 def _worst(failures: Iterable[FailureFact]) -> FailureFact:
-    rank = {c: i for i, c in enumerate(SEVERITY)}
-    return min(failures, key=lambda f: rank.get(f.category or "unknown", len(SEVERITY)))
+    """When one cell holds failures of several categories, the worst by the one severity
+    order (``service.domain.verdict.SEVERITY``, the run's verdict uses it too) wins; the
+    first of equals, as for the run."""
+    return min(failures, key=lambda f: severity_rank(f.category))
 
 
 def _failed(run: RunFacts, failures: Sequence[FailureFact], counted: str) -> Cell:
     worst = _worst(failures)
     category = worst.category if worst.category in VERDICTS else "unknown"
     detail = f"{counted}; {worst.line[:100]}" if worst.line else counted
+    if worst.suggested and worst.suggested != category:
+        detail = f"{detail} (the rule suggests {worst.suggested})"
     return Cell(category, worst.subtype, detail, run.run_id)
 
 

@@ -34,3 +34,39 @@ def test_models_and_migrations_agree(db_url: str) -> None:
     flat = [op for d in diff for op in (d if isinstance(d, list) else [d])]
     real = [op for op in flat if op[0] != "modify_type"]
     assert real == []
+
+
+def test_0013_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_triage(
+    db_url: str,
+) -> None:
+    from sqlalchemy import text
+
+    engine = make_engine(db_url)
+    upgrade(engine, "0012")
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO backends (id, name, source, recipe, created_at) "
+            "VALUES (1, 'b', '/src/b', '{}', CURRENT_TIMESTAMP)"))
+        for run_id, state, verdict, reason in ((1, "passed", None, None),
+                                               (2, "passed", "flake", "1 failure (1 flake)"),
+                                               (3, "failed", "upstream", "new")):
+            conn.execute(text(
+                "INSERT INTO runs (id, backend_id, torch_spec, state, trigger, trigger_info, "
+                "created_at, attempts, verdict, verdict_reason) VALUES (:id, 1, 'nightly', "
+                ":state, 'cli', '{}', CURRENT_TIMESTAMP, 1, :verdict, :reason)"),
+                {"id": run_id, "state": state, "verdict": verdict, "reason": reason})
+        conn.execute(text(
+            "INSERT INTO failures (id, run_id, step_name, stage, line, captures, category, "
+            "finding) VALUES (1, 3, 'build', 'build', 'x', '{}', 'backend', '{}')"))
+    upgrade(engine)
+    with engine.connect() as conn:
+        runs = conn.execute(text(
+            "SELECT id, verdict, verdict_reason FROM runs ORDER BY id")).all()
+        failure = conn.execute(text(
+            "SELECT triage, triage_reason, category, needs_isolation FROM failures")).one()
+    engine.dispose()
+    assert [tuple(r) for r in runs] == [
+        (1, "compatible", "passed"), (2, "compatible", "passed; 1 failure (1 flake)"),
+        (3, "upstream", "new")]
+    assert tuple(failure) == ("unknown", "not triaged when stored; the rule suggests backend",
+                              "backend", False)

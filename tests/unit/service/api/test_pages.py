@@ -118,7 +118,7 @@ def test_matrix_cells_are_the_stored_verdicts(seeded: TestClient, engine: Engine
         row = rows[build.label]
         stage = failure.stage if failure.stage in ("build", "import") else failure.nodeid.split(
             "::")[0].rsplit("/", 1)[1].removesuffix(".py")
-        assert row[(backend, stage)] == failure.category, (build.label, backend, stage)
+        assert row[(backend, stage)] == failure.triage, (build.label, backend, stage)
         if failure.stage == "build":
             assert row[(backend, "import")] == "notrun"
     for build, backend in passed:

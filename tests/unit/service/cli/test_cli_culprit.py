@@ -46,3 +46,24 @@ def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
         proc = ootci(tmp_path, *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_passed_run_has_no_culprit_and_says_so_with_exit_0(tmp_path: Path) -> None:
+    db = tmp_path / "home" / "ootci.db"
+    db.parent.mkdir(parents=True)
+    engine = make_engine(f"sqlite:///{db}")
+    upgrade(engine)
+    with Session(engine) as session:
+        green = Run(backend_id=add_backend(session).id, torch_spec="nightly",
+                    state=RunState.PASSED, verdict="compatible")
+        session.add(green)
+        session.commit()
+        green_id = green.id
+    engine.dispose()
+    proc = ootci(tmp_path, "culprit", str(green_id))
+    assert proc.returncode == 0, proc.stderr
+    assert f"run {green_id} passed (verdict compatible): nothing broke" in proc.stdout
+    assert "--base-run" not in proc.stdout + proc.stderr
+    doc = json.loads(ootci(tmp_path, "culprit", str(green_id), "--json").stdout)
+    assert doc["suspects"] == [] and doc["range"]["base"] is None
+    assert doc["note"].startswith(f"run {green_id} passed")

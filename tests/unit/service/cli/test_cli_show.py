@@ -40,8 +40,9 @@ def _failed_run(home: Path) -> int:
         s.add(step)
         s.add(Failure(run_id=run.id, step_name="test", stage="test", nodeid=NODEID,
                       line="TypeError: add() got [1] argument", line_no=2, captures={},
-                      category="upstream", subtype="signature-changed", rule="type-error",
-                      finding={}))
+                      category="backend", subtype="signature-changed", rule="type-error",
+                      finding={}, triage="upstream",
+                      triage_reason="passed on run #0 [x]; only torch changed"))
         s.add(TestResult(run_id=run.id, nodeid=NODEID, suite="test_ops", outcome="failed"))
         run_id = run.id
     engine.dispose()
@@ -52,7 +53,10 @@ def test_show_prints_failures_and_log_tail_verbatim(tmp_path: Path) -> None:
     run_id = _failed_run(tmp_path)
     proc = _ootci(tmp_path, "show", str(run_id))
     assert proc.returncode == 0, proc.stderr
-    assert f"{NODEID} [upstream/signature-changed] rule=type-error" in proc.stdout
+    # Triage's verdict, never the rule's category, which is only its suggestion.
+    assert (f"{NODEID} [upstream/signature-changed] rule=type-error (the rule suggests "
+            "backend)") in proc.stdout
+    assert "why: passed on run #0 [x]; only torch changed" in proc.stdout
     assert "TypeError: add() got [1] argument" in proc.stdout
     assert "[gw0] FAILED test_add" in proc.stdout  # the failed step's log tail
 

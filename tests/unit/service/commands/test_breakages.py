@@ -7,7 +7,17 @@ from sqlalchemy import Engine, select, update
 from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus
-from service.models import Backend, Breakage, BreakageStatus, Failure, Run, RunState
+from service.models import (
+    Backend,
+    Breakage,
+    BreakageStatus,
+    Failure,
+    OutboxKind,
+    OutboxMessage,
+    Run,
+    RunState,
+    TorchBuild,
+)
 from tests.support.helpers import add_backend, add_finished_run, fixture_log
 from workers.pipeline.collect import collect
 from workers.pipeline.reclassify import reclassify
@@ -77,3 +87,45 @@ def test_reclassify_rewrites_stale_verdicts_and_regroups(engine: Engine) -> None
         assert all(f.captures.get("header") for f in failures)
         (b,) = s.scalars(select(Breakage)).all()
         assert b.occurrences == 2 and b.subtype == "header-moved"
+
+
+def _torch_night(engine: Engine, version: str, git: str, sha: str, log: str | None) -> int:
+    """A nightly of torch ``version`` built from ``git``, the backend at ``sha``."""
+    with session_scope(engine) as s:
+        b = s.scalar(select(Backend).limit(1)) or add_backend(s)
+        tb = s.scalar(select(TorchBuild).where(TorchBuild.git_version == git)) or TorchBuild(
+            spec="nightly", source_kind="nightly", version=version, git_version=git)
+        s.add(tb)
+        s.flush()
+        run = add_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
+        run.torch_build_id = tb.id
+        s.flush()
+        s.refresh(run)
+        state = collect(s, run, FAILED_BUILD if log else PASSED_BUILD,
+                        None if log else PASSED_TESTS, SETTINGS, lambda _t: None)
+        run.transition(state)
+        return run.id
+
+
+def test_a_breakage_reads_as_its_latest_triage_and_an_upstream_turn_asks_for_suspects(
+    engine: Engine,
+) -> None:
+    old, new = "a" * 40, "b" * 40
+    _torch_night(engine, "2.14.0.dev1", old, "1" * 40, None)
+    # Torch and backend both moved: nobody can be blamed yet.
+    both = _torch_night(engine, "2.14.0.dev2", new, "2" * 40, "build_allocator_const.log")
+    with session_scope(engine) as s:
+        (b,) = s.scalars(select(Breakage)).all()
+        (f,) = s.get_one(Run, both).failures
+        assert (b.category, f.triage, f.needs_isolation) == ("unknown", "unknown", True)
+        assert f.isolate_against_run_id == both - 1
+        assert b.culprits_note == "not analysed: a unknown break, not upstream's"
+        assert (b.range_base_sha, b.range_head_sha) == (old, new)
+    # The old backend on the new torch fails the same way: only torch changed since it passed.
+    _torch_night(engine, "2.14.0.dev2", new, "1" * 40, "build_allocator_const.log")
+    with session_scope(engine) as s:
+        b = s.scalars(select(Breakage)).one()
+        assert b.category == "upstream" and b.occurrences == 2
+        assert b.culprits_note == "waiting for the range's commits from GitHub"
+        asked = s.scalars(select(OutboxMessage).where(OutboxMessage.breakage_id == b.id)).all()
+        assert [m.kind for m in asked] == [OutboxKind.CULPRIT]
