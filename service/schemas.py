@@ -242,6 +242,9 @@ class Occurrence(_Orm):
     run_created_at: dt.datetime
     failures: int
     nodeids: list[str]
+    category: str | None = Field(
+        None, description="What triage said of them in that run (the worst, by the one "
+        "severity order)")
 
 
 class BreakageDetail(BreakageSummary):
