@@ -26,7 +26,7 @@ from service.github.reporter import drain_with_settings
 from service.models import Backend, Run, RunState
 from workers.celery_app import app
 from workers.pipeline.execute import execute_run
-from workers.pipeline.shards import execute_shard
+from workers.pipeline.testrun.shards import execute_shard
 from workers.schedule import QUEUED_STALE_AFTER_S
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def execute(self: Task, run_id: int) -> str | None:
     retry_jitter=True,
 )
 def test_shard(run_id: int, index: int) -> bool | None:
-    """Run one shard of a run's test step against the run's build (shards.py). None: not
+    """Run one shard of a run's test step against the run's build (testrun/shards.py). None: not
     ours to run (done, held by a live worker, or the run is over); the run's owner takes
     over any shard whose worker died, so nothing here is retried beyond the database."""
     return execute_shard(_engine(), get_settings(), run_id, index, worker_id())

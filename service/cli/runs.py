@@ -70,8 +70,8 @@ def run(
     from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
     from service.models import Backend, Run, RunState
     from service.schemas import run_detail
-    from workers.pipeline.recipe import load_recipe
-    from workers.pipeline.types import UsageError
+    from workers.pipeline.errors import UsageError
+    from workers.pipeline.steps.recipe import load_recipe
 
     settings = load_settings()
     specs = torch or [settings.default_torch]
