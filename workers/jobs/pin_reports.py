@@ -3,7 +3,7 @@ file in its source tree, ``[pins] file`` of its ootci.toml, else the first of OO
 the newest build it passed on, the breakages open since, a recommendation, stored; and,
 when ``[pins] repo`` is configured too, the bump PR owed to the vendor's repository.
 
-Plain functions: the worker task (``workers/pin_tasks.py``) and ``ootci pins report`` call
+Plain functions: the worker task (``workers/tasks.py``) and ``ootci pins report`` call
 ``make_weekly_reports``.
 """
 

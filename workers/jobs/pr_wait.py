@@ -2,7 +2,7 @@
 yet, release the run (then it is dispatched like any other) or expire it at its deadline,
 and owe every PR run's state to its PR head as a commit status (sent by the outbox drain).
 
-Runs without Celery too: the worker task in ``workers/pin_tasks.py`` calls ``check_waiting``.
+Runs without Celery too: the worker task in ``workers/tasks.py`` calls ``check_waiting``.
 """
 
 from __future__ import annotations
