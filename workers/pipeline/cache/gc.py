@@ -67,9 +67,12 @@ class GcReport:
         return sum(r.size_bytes for r in self.removed)
 
 
-def _rmtree(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """Remove ``path``, also where its dirs are read-only (a finished env: envcache.py);
-    a non-root worker cannot unlink inside a dir without its write bit."""
+    a non-root worker cannot unlink inside a dir without its write bit. Files keep their
+    modes: they may be the package cache's (hard links). What cannot be removed stays."""
+    if not path.exists():
+        return
 
     def writable_and_retry(func: Callable[..., object], failed: str, _exc: object) -> None:
         parent = os.path.dirname(failed)
@@ -171,7 +174,7 @@ def collect_garbage(
         if not dry_run:
             log(f"ootci gc: removing env {env}")
             with contextlib.suppress(OSError):
-                _rmtree(env)
+                remove_tree(env)
             env_manifest(env).unlink(missing_ok=True)
 
     mirrors = _mirrors(cache_dir)
@@ -198,7 +201,7 @@ def collect_garbage(
             log(f"ootci gc: removing run dir {run_dir}")
             # A test step may have left read-only dirs (a suite's fixtures, a venv's).
             with contextlib.suppress(OSError):
-                _rmtree(run_dir)
+                remove_tree(run_dir)
 
     gone = {r.path for r in report.removed}
     report.kept = sum(1 for e in envs + mirrors + builds + runs if e not in gone)

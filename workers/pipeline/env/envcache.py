@@ -17,15 +17,16 @@ removed one is only recompiled. A changed ``.pyc`` the manifest recorded is tamp
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.pipeline.cache.gc import remove_tree
 from workers.pipeline.cache.layout import STAMP, env_manifest
+from workers.pipeline.env.digest import sha256_file
 
 _STARTUP_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
@@ -33,14 +34,6 @@ _WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 def _runs_at_startup(name: str) -> bool:
     return name.endswith(".pth") or name in _STARTUP_NAMES
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _entries(env: Path) -> dict[str, list[object]]:
@@ -57,7 +50,7 @@ def _entries(env: Path) -> dict[str, list[object]]:
             if stat.S_ISLNK(st.st_mode):
                 found[rel] = ["link", 0, 0, 0, 0, os.readlink(full)]
                 continue
-            extra = _sha256(Path(full)) if _runs_at_startup(name) else ""
+            extra = sha256_file(Path(full)) if _runs_at_startup(name) else ""
             found[rel] = ["file", st.st_size, st.st_mtime_ns, st.st_ino, stat.S_IMODE(st.st_mode),
                           extra]
     return found
@@ -77,16 +70,9 @@ def make_read_only(env: Path) -> None:
 
 
 def remove(env: Path) -> None:
-    """Remove ``env`` even where its dirs are read-only (a non-root worker cannot unlink
-    in a dir without its write bit). Files keep their modes: they may be the cache's."""
-    if not env.exists():
-        return
-    for dirpath, dirnames, _files in os.walk(env):
-        for name in [".", *dirnames]:
-            full = os.path.join(dirpath, name)
-            if not os.path.islink(full):
-                os.chmod(full, stat.S_IMODE(os.lstat(full).st_mode) | stat.S_IWUSR)
-    shutil.rmtree(env, ignore_errors=True)
+    """Remove ``env`` even where its dirs are read-only (``cache.gc.remove_tree``)."""
+    with contextlib.suppress(OSError):
+        remove_tree(env)
 
 
 def record(env: Path) -> None:

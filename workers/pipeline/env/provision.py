@@ -44,6 +44,7 @@ from workers.pipeline.cache.layout import (
     stamp,
 )
 from workers.pipeline.env import envcache
+from workers.pipeline.env.digest import sha256_file
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.env.installer import Installer
 from workers.pipeline.env.layered import layered_venv
@@ -142,11 +143,7 @@ def _pinned(artifact: Artifact, installer: Installer) -> str:
         return artifact.url
     if installer.uv is not None and artifact.url.startswith("file:"):
         path = Path(urllib.request.url2pathname(urllib.parse.urlparse(artifact.url).path))
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        if digest.hexdigest() != artifact.sha256:
+        if sha256_file(path) != artifact.sha256:
             raise ProvisionError(f"{path} changed since it was resolved (sha256 differs)")
         return str(path)
     return f"{artifact.url}#sha256={artifact.sha256}"

@@ -13,7 +13,6 @@ pipeline's usage error.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import html.parser
 import json
 import os
@@ -44,6 +43,7 @@ from service.domain.torch_spec import (
 )
 from service.domain.verdict import Category, Stage, Subtype
 from workers.pipeline.cache.layout import wheel_file
+from workers.pipeline.env.digest import sha256_file
 from workers.pipeline.errors import PipelineError, ProvisionError, SpecError
 from workers.pipeline.isolation.procs import ProcResult, child_env, run_streaming
 from workers.pipeline.logs.sink import LogSink
@@ -222,7 +222,7 @@ def nightly_of_commit(
         git_version = wheel_git_version(path)
         log.write(f"ootci: {candidate.version} was built from {git_version or '(unknown)'}")
         if git_version.startswith(sha.lower()):
-            return Artifact(candidate.name, candidate.version, candidate.url, _sha256_file(path))
+            return Artifact(candidate.name, candidate.version, candidate.url, sha256_file(path))
     if commit_date is not None:
         where = f"dated {commit_date.isoformat()} to " + (
             commit_date + dt.timedelta(days=COMMIT_WINDOW_DAYS)
@@ -306,14 +306,6 @@ def pip_failure(
     return SpecError(f"torch requirement {requirement!r} does not resolve: {reason}")
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_wheel(
     location: str, cache_dir: Path, log: LogSink, *, expected_sha256: str = ""
 ) -> Path:
@@ -349,9 +341,9 @@ def fetch_wheel(
         path = Path(raw).expanduser().resolve()
         if not path.is_file():
             raise SpecError(f"no wheel file at {path}")
-    if expected_sha256 and _sha256_file(path) != expected_sha256.lower():
+    if expected_sha256 and sha256_file(path) != expected_sha256.lower():
         raise SpecError(
-            f"wheel {location}: its sha256 is {_sha256_file(path)}, expected {expected_sha256}"
+            f"wheel {location}: its sha256 is {sha256_file(path)}, expected {expected_sha256}"
         )
     return path
 
@@ -368,7 +360,7 @@ def _resolve_wheel(spec: TorchSpec, cache_dir: Path, log: LogSink) -> Artifact:
     if name != "torch":
         raise SpecError(f"torch spec {spec.text!r}: {path.name} is not a torch wheel")
     _check_wheel_archive(spec, path)
-    return Artifact("torch", str(version), path.as_uri(), _sha256_file(path))
+    return Artifact("torch", str(version), path.as_uri(), sha256_file(path))
 
 
 def _check_wheel_archive(spec: TorchSpec, path: Path) -> None:
@@ -389,7 +381,7 @@ def _with_sha256(artifact: Artifact, cache_dir: Path, log: LogSink) -> Artifact:
     if artifact.sha256:
         return artifact
     path = fetch_wheel(artifact.url, cache_dir, log)
-    return Artifact(artifact.name, artifact.version, artifact.url, _sha256_file(path))
+    return Artifact(artifact.name, artifact.version, artifact.url, sha256_file(path))
 
 
 def resolve(
