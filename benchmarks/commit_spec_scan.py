@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_torch import NightlyIndex  # noqa: E402
-from workers.pipeline.logsink import LogSink  # noqa: E402
-from workers.pipeline.resolve import nightly_of_commit  # noqa: E402
+from workers.pipeline.env.resolve import nightly_of_commit  # noqa: E402
+from workers.pipeline.logs.sink import LogSink  # noqa: E402
 
 
 def main(nights: int) -> None:

@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from workers.pipeline.installer import Installer
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import provision
-from workers.pipeline.resolve import parse_spec
+from workers.pipeline.env.installer import Installer
+from workers.pipeline.env.provision import provision
+from workers.pipeline.env.resolve import parse_spec
+from workers.pipeline.logs.sink import LogSink
 
 MB = 1 << 20
 

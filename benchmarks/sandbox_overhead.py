@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from service.config import Settings
-from workers.pipeline.sandbox import DiskBudget, probe, sandbox_for_tests
+from workers.pipeline.isolation.sandbox import DiskBudget, probe, sandbox_for_tests
 
 ROUNDS = 20
 

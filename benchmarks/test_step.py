@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from service.config import Settings  # noqa: E402
-from workers.pipeline.logsink import LogSink  # noqa: E402
-from workers.pipeline.provision import provision  # noqa: E402
-from workers.pipeline.recipe import load_recipe  # noqa: E402
-from workers.pipeline.resolve import parse_spec  # noqa: E402
-from workers.pipeline.testing import run_tests  # noqa: E402
-from workers.pipeline.types import TestRunOutcome  # noqa: E402
+from workers.pipeline.env.provision import provision  # noqa: E402
+from workers.pipeline.env.resolve import parse_spec  # noqa: E402
+from workers.pipeline.logs.sink import LogSink  # noqa: E402
+from workers.pipeline.steps.recipe import load_recipe  # noqa: E402
+from workers.pipeline.testrun.records import TestRunOutcome  # noqa: E402
+from workers.pipeline.testrun.runner import TestRunOptions, run_tests  # noqa: E402
 
 
 def timed(backend: Path, torch: str, work: Path, processes: int) -> tuple[float, TestRunOutcome]:
@@ -42,9 +42,8 @@ def timed(backend: Path, torch: str, work: Path, processes: int) -> tuple[float,
             env,
             work / "test",
             log,
-            timeout_s=settings.step_timeout_s,
-            per_test_timeout_s=settings.test_timeout_s,
-            processes=processes,
+            TestRunOptions(timeout_s=settings.step_timeout_s,
+                           per_test_timeout_s=settings.test_timeout_s, processes=processes),
         )
         return time.perf_counter() - start, result
 

@@ -64,7 +64,7 @@ def _beat_schedule(settings: Settings) -> dict[str, Any]:
     return beat_schedule(settings)
 
 
-app = Celery("ootci", include=["workers.tasks", "workers.pin_tasks"])
+app = Celery("ootci", include=["workers.tasks"])
 app.add_defaults(lambda: celery_config(get_settings()))
 
 

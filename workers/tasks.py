@@ -1,7 +1,9 @@
 """Celery tasks: stable names ``ootci.<area>.<verb>``, JSON ids in, idempotent.
 
 Thin on purpose: each opens the process's engine and calls a function that also runs
-without Celery (the embedded mode calls ``execute_run`` directly).
+without Celery: a run's pipeline (``workers/pipeline/``; the embedded mode calls
+``execute_run`` directly) or a scheduled job's body (``workers/jobs/``). When each
+scheduled task fires is ``schedule.py``'s.
 """
 
 from __future__ import annotations
@@ -14,24 +16,25 @@ from dataclasses import asdict
 from typing import Any
 
 from celery import Task
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from service.commands.runs import create_run, plan_rerun, stale_run_ids
+from service.commands.runs import plan_rerun, stale_run_ids
 from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
-from service.domain.targets import nightly_targets
 from service.github.reporter import drain_with_settings
-from service.models import Backend, Run, RunState
+from service.models import Run, RunState
 from workers.celery_app import app
+from workers.jobs.nightly import plan_nightly
+from workers.jobs.pin_reports import make_weekly_reports
+from workers.jobs.pr_wait import check_waiting
 from workers.pipeline.execute import execute_run
-from workers.pipeline.shards import execute_shard
+from workers.pipeline.testrun.shards import execute_shard
 from workers.schedule import QUEUED_STALE_AFTER_S
 
 log = logging.getLogger(__name__)
 
-NIGHTLY = "nightly"
 MAX_DB_RETRIES = 3
 # A ceiling on redeliveries of one run's task whatever the reason, so that no clock skew
 # can make a message chase a retry time or a lease forever; the sweeper picks such a run
@@ -110,7 +113,7 @@ def execute(self: Task, run_id: int) -> str | None:
     retry_jitter=True,
 )
 def test_shard(run_id: int, index: int) -> bool | None:
-    """Run one shard of a run's test step against the run's build (shards.py). None: not
+    """Run one shard of a run's test step against the run's build (testrun/shards.py). None: not
     ours to run (done, held by a live worker, or the run is over); the run's owner takes
     over any shard whose worker died, so nothing here is retried beyond the database."""
     return execute_shard(_engine(), get_settings(), run_id, index, worker_id())
@@ -124,44 +127,6 @@ def dispatch_shards(run_id: int, indexes: list[int]) -> None:
 def dispatch(run_ids: list[int]) -> None:
     for run_id in run_ids:
         execute.apply_async(args=[run_id])
-
-
-def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]:
-    """Create the night's missing runs; the natural key is backend x spec x night.
-
-    Only rows whose trigger_info names this night count, so re-sending the task (or a
-    beat that fires twice) adds nothing."""
-    if session.get_bind().dialect.name == "postgresql":
-        # Two schedulers racing would both see "missing": serialise them on this night.
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": night.toordinal()})
-    window = dt.datetime.combine(night, dt.time(), tzinfo=dt.UTC)
-    existing = {
-        (backend_id, spec)
-        for backend_id, spec, info in session.execute(
-            select(Run.backend_id, Run.torch_spec, Run.trigger_info).where(
-                Run.trigger == NIGHTLY,
-                Run.created_at >= window - dt.timedelta(days=1),
-                Run.created_at < window + dt.timedelta(days=2),
-            )
-        )
-        if isinstance(info, dict) and info.get("night") == night.isoformat()
-    }
-    created = []
-    # Registered backends only (`ootci backend add`): CLI experiments and corpus runs are not
-    # the nightly's.
-    for backend in session.scalars(select(Backend).where(Backend.nightly).order_by(Backend.name)):
-        for spec in nightly_targets(pins):
-            if (backend.id, spec) in existing:
-                continue
-            run = create_run(
-                session,
-                backend,
-                spec,
-                trigger=NIGHTLY,
-                trigger_info={"schedule": NIGHTLY, "night": night.isoformat()},
-            )
-            created.append(run.id)
-    return created
 
 
 @app.task(name="ootci.nightly.schedule")  # type: ignore[untyped-decorator]
@@ -204,3 +169,22 @@ def drain_outbox() -> dict[str, Any]:
     if result.errors:
         log.warning("outbox: %s", "; ".join(result.errors[:3]))
     return asdict(result)
+
+
+@app.task(name="ootci.pr.check_waiting")  # type: ignore[untyped-decorator]
+def check_waiting_pr_runs() -> dict[str, list[int]]:
+    """Release the PR runs whose upstream wheel is published (then dispatch them), expire
+    those past their deadline."""
+    settings = get_settings()
+    result = check_waiting(get_engine(settings.resolved_database_url), settings)
+    dispatch(result.released)
+    return {"released": result.released, "expired": result.expired}
+
+
+@app.task(name="ootci.weekly.pin_reports")  # type: ignore[untyped-decorator]
+def weekly_pin_reports() -> list[dict[str, object]]:
+    """This week's stored pin report per backend, and the bump PRs they owe (sent by the
+    outbox drain)."""
+    settings = get_settings()
+    made = make_weekly_reports(get_engine(settings.resolved_database_url), settings)
+    return [{"backend": m.backend, "action": m.action, "reason": m.reason} for m in made]

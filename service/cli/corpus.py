@@ -170,8 +170,8 @@ def _live(mutants: list[Mutant], backend: Path, save: bool, keep: bool, baseline
           *, quiet: bool) -> list[CaseResult]:
     from workers.corpus import runner
     from workers.corpus.overlay import installed_torch_dir
-    from workers.pipeline.recipe import load_recipe
-    from workers.pipeline.types import UsageError
+    from workers.pipeline.errors import UsageError
+    from workers.pipeline.steps.recipe import load_recipe
 
     settings = load_settings()
     try:

@@ -35,7 +35,7 @@ def reclassify(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     from dataclasses import asdict
 
     from service.db import session_scope
-    from workers.pipeline.reclassify import reclassify as replay
+    from workers.pipeline.verdict.reclassify import reclassify as replay
 
     settings = load_settings()
     engine = migrated_engine(settings)
@@ -64,7 +64,7 @@ def gc(
 ) -> None:
     """Remove torch environments, build dirs, git mirrors and run dirs that have not been
     used for a while (every run also does this before it provisions)."""
-    from workers.pipeline.cache_gc import collect_garbage_per_settings
+    from workers.pipeline.cache.gc import collect_garbage_per_settings
 
     try:
         report = collect_garbage_per_settings(

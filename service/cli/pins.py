@@ -32,7 +32,7 @@ def report(
     from service.db import session_scope
     from service.documents import pin_report_list
     from service.queries.pin_reports import reports
-    from workers.pin_reports import PinConfigError, make_weekly_reports
+    from workers.jobs.pin_reports import PinConfigError, make_weekly_reports
 
     if as_json and markdown:
         die("--json and --markdown: choose one", EXIT_USAGE)

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from workers.pipeline.execute import RunEvent
+    from workers.pipeline.run_context import RunEvent
 
 STATUS_STYLE = {"running": "cyan", "passed": "green", "failed": "red", "errored": "yellow"}
 

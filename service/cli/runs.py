@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from service.config import Settings
+    from service.domain.verdict import ErrorKind
     from service.models import Run
     from service.schemas import FailureOut, RunDetail, RunSummary
 
@@ -69,9 +70,10 @@ def run(
     from service.db import session_scope
     from service.documents import run_detail
     from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
-    from service.models import Backend, Run, RunState
-    from workers.pipeline.recipe import load_recipe
-    from workers.pipeline.types import UsageError
+    from service.domain.verdict import ErrorKind
+    from service.models import Backend, Run
+    from workers.pipeline.errors import UsageError
+    from workers.pipeline.steps.recipe import load_recipe
 
     settings = load_settings()
     specs = torch or [settings.default_torch]
@@ -114,10 +116,11 @@ def run(
         usage_error = None
         with session_scope(engine) as s:
             run_row = s.get_one(Run, run_id)
-            if state == RunState.ERRORED and (run_row.error or "").startswith("usage error"):
+            kind = run_row.error_kind
+            if kind == ErrorKind.USAGE:
                 # The user's input was wrong (say, a pip requirement that does not exist):
                 # report it and keep no half-made run.
-                usage_error = (run_row.error or "").removeprefix("usage error: ")
+                usage_error = _error_message(run_row.error, ErrorKind.USAGE)
                 s.delete(run_row)
             else:
                 results.append(_detail_or_die(run_detail(s, run_id), run_id))
@@ -126,8 +129,8 @@ def run(
             with session_scope(engine) as s:
                 for later in run_ids[run_ids.index(run_id) + 1 :]:
                     s.delete(s.get_one(Run, later))
-            die(usage_error)
-        code = max(code, _exit_code(state))
+            die(usage_error, _exit_code(state, kind))
+        code = max(code, _exit_code(state, kind))
 
     if as_json:
         print_json([r.model_dump(mode="json") for r in results])
@@ -258,12 +261,24 @@ def report_to_github(engine: Engine, settings: Settings) -> None:
                       + (f"; kept for later: {escape(result.errors[0])}" if result.errors else ""))
 
 
-def _exit_code(state: str | None) -> int:
+def _exit_code(state: str | None, error_kind: str | None = None) -> int:
+    """0: passed. 2: the input was unusable (``usage``), or the run errored (the machine,
+    ootci itself). 1: failed (the backend or upstream broke)."""
+    from service.domain.verdict import ErrorKind
     from service.models import RunState
 
     if state == RunState.PASSED:
         return EXIT_OK
-    return EXIT_USAGE if state == RunState.ERRORED else EXIT_FAILED
+    if error_kind == ErrorKind.USAGE or state == RunState.ERRORED:
+        return EXIT_USAGE
+    return EXIT_FAILED
+
+
+def _error_message(error: str | None, kind: ErrorKind) -> str:
+    """What went wrong, as the run's error (``error_text``) says it after its kind."""
+    from service.domain.verdict import error_text
+
+    return (error or "").removeprefix(error_text(kind, ""))
 
 
 def _torch_label(run: RunSummary) -> str:

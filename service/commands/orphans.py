@@ -70,6 +70,7 @@ def end_runs_of_dead_runners(
                 retry_at=None,
                 verdict="infra",
                 error=ORPHAN_ERROR.format(pid=pid, host=host),
+                error_kind="infra",
                 verdict_reason=ORPHAN_ERROR.format(pid=pid, host=host),
             )
             .execution_options(synchronize_session=False)
@@ -140,6 +141,7 @@ def resume(
             verdict=None,
             verdict_reason=None,
             error=None,
+            error_kind=None,
             runner_host=host,
             runner_pid=pid,
             runner_started=started,

@@ -16,7 +16,7 @@ CLI and the API to refuse a bad spec before a run exists, and by the pipeline to
 every time they are resolved (``run:`` through the artifact the run recorded).
 
 Parsing checks the form only: whether the requirement resolves, the wheel exists or the dir
-holds a torch is the pipeline's to find out (``workers/pipeline/resolve.py``).
+holds a torch is the pipeline's to find out (``workers/pipeline/env/resolve.py``).
 """
 
 from __future__ import annotations

@@ -60,6 +60,31 @@ def severity_rank(category: str | None) -> int:
     return known.get(category or "", known[Category.UNKNOWN.value])
 
 
+class ErrorKind(enum.StrEnum):
+    """Why a run could not be carried out (``runs.error_kind``): the kind of the pipeline's
+    error (``workers/pipeline/errors.py``). The run's verdict follows it (:attr:`category`),
+    and so does ``ootci run``'s exit code."""
+
+    USAGE = "usage"  # the caller's input cannot work (a spec, a recipe): nothing is kept
+    INFRA = "infra"  # the machine's fault (network, disk, database, pip): retried
+    UPSTREAM = "upstream"  # torch's own (it does not import)
+    INTERNAL = "internal"  # a bug of ootci's
+
+    @property
+    def category(self) -> Category:
+        """The run's verdict when it ends with an error of this kind."""
+        if self is ErrorKind.INFRA:
+            return Category.INFRA
+        if self is ErrorKind.UPSTREAM:
+            return Category.UPSTREAM
+        return Category.UNKNOWN
+
+
+def error_text(kind: ErrorKind, message: str) -> str:
+    """How a run's error reads (``runs.error``): its kind, then what went wrong."""
+    return f"{kind} error: {message}"
+
+
 class Subtype(enum.StrEnum):
     # Refactoring
     SIGNATURE_CHANGED = "signature-changed"

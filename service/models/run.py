@@ -88,6 +88,9 @@ class Run(Base):
     # the kernel handed to another process since is then not taken for the runner.
     runner_started: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
+    # The kind of that error (``service.domain.verdict.ErrorKind``): what the verdict and
+    # ``ootci run``'s exit code follow. None while the run has no error.
+    error_kind: Mapped[str | None] = mapped_column(String(16))
     # Triage verdict of the whole run (filled after classification).
     verdict: Mapped[str | None] = mapped_column(String(16))
     verdict_subtype: Mapped[str | None] = mapped_column(String(32))

@@ -58,6 +58,8 @@ def test_a_wheel_that_is_not_a_zip_is_a_usage_error_and_never_retried(tmp_path: 
         run = s.scalars(select(Run)).one()
         assert run.attempts == 1 and run.retry_at is None
         assert run.error is not None and run.error.startswith("usage error:")
+        # The kind, not the text, is what the verdict and `ootci run` go by.
+        assert (run.error_kind, run.verdict) == ("usage", "unknown")
 
 
 def test_a_wheel_url_of_another_scheme_is_refused_before_any_run(tmp_path: Path) -> None:

@@ -17,13 +17,13 @@ from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Run, Step
 from tests.support.faults import pids_with, wait_for, write_fault_backend
-from workers.pipeline import execute
+from workers.pipeline import execute, run_context
 
 
 def test_a_lost_lease_stops_the_attempt_and_kills_its_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(execute, "LEASE_RENEW_EVERY_S", 0.5)  # beat fast: the test is short
+    monkeypatch.setattr(run_context, "LEASE_RENEW_EVERY_S", 0.5)  # beat fast: the test is short
     marker = f"ootci-fault-{uuid.uuid4().hex}"
     backend = write_fault_backend(tmp_path / "faulty", marker)
     engine = make_engine(f"sqlite:///{tmp_path / 'ootci.db'}")

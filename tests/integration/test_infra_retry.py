@@ -49,6 +49,7 @@ def test_infra_failures_requeue_the_run_until_the_budget_is_spent(
     with Session(engine) as s:
         run = s.get_one(Run, run_id)
         assert (run.state, run.attempts, run.claimed_by, run.verdict) == ("queued", 1, None, None)
+        assert run.error_kind == "infra"
         assert run.retry_at is not None
         assert dt.timedelta(seconds=59) <= run.retry_at - before <= dt.timedelta(seconds=70)
         assert run.error is not None
@@ -66,6 +67,7 @@ def test_infra_failures_requeue_the_run_until_the_budget_is_spent(
     with Session(engine) as s:
         run = s.get_one(Run, run_id)
         assert (run.attempts, run.verdict, run.retry_at) == (2, "infra", None)
+        assert run.error_kind == "infra"
         assert run.error is not None
         assert run.error.startswith("infra error on the last of 2 attempts:")
         # The second attempt started over: one provision step of its own; the first
@@ -83,5 +85,5 @@ def test_without_retries_an_infra_failure_ends_the_run_at_once(
     assert execute_run(engine, settings, run_id, "cli") == RunState.ERRORED
     with Session(engine) as s:
         run = s.get_one(Run, run_id)
-        assert (run.attempts, run.verdict, run.retry_at) == (1, "infra", None)
+        assert (run.attempts, run.verdict, run.retry_at, run.error_kind) == (1, "infra", None, "infra")
         assert run.error is not None and run.error.startswith("infra error: ")

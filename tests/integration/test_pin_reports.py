@@ -27,7 +27,7 @@ from service.github.reporter import ReportSettings, drain
 from service.models import Backend, Breakage, PinReport, Run, RunState, TorchBuild
 from tests.support.fake_github import FakeGitHub
 from tests.support.helpers import RecordingDispatcher
-from workers.pin_reports import make_weekly_reports
+from workers.jobs.pin_reports import make_weekly_reports
 
 pytest_plugins = ["tests.support.github_fixtures"]
 

@@ -22,9 +22,9 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.resolve import parse_spec, resolve, wheel_git_version
-from workers.pipeline.types import SpecError
+from workers.pipeline.env.resolve import parse_spec, resolve, wheel_git_version
+from workers.pipeline.errors import SpecError
+from workers.pipeline.logs.sink import LogSink
 
 pytest_plugins = ["tests.support.github_fixtures"]
 
@@ -186,7 +186,7 @@ def test_a_wheel_url_that_404s_is_the_specs_fault_and_a_changed_wheel_is_refused
     from dataclasses import replace
 
     with LogSink(tmp_path / "log") as log:
-        from workers.pipeline.resolve import resolve as do_resolve
+        from workers.pipeline.env.resolve import resolve as do_resolve
 
         ok = do_resolve(replace(pinned, sha256=shas[PINNED_VERSION]), tmp_path / "c1", log)
         assert ok.sha256 == shas[PINNED_VERSION]
@@ -198,7 +198,7 @@ def test_with_a_token_the_commit_date_comes_from_github_and_bounds_the_search(
     tmp_path: Path, nightly: tuple[NightlyIndex, dict[str, str]], fake_github: FakeGitHub
 ) -> None:
     from service.config import Settings
-    from workers.pipeline.commit_dates import commit_date
+    from workers.pipeline.env.commit_dates import commit_date
 
     fake_github.add_commit("pytorch/pytorch", {
         "sha": PINNED_SHA, "parents": [],

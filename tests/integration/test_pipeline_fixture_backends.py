@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from service.domain.states import StepStatus
-from workers.pipeline.build import build
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import provision
-from workers.pipeline.recipe import load_recipe
-from workers.pipeline.resolve import parse_spec
-from workers.pipeline.testing import run_tests
-from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
+from workers.pipeline.env.provision import provision
+from workers.pipeline.env.resolve import parse_spec
+from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.logs.sink import LogSink
+from workers.pipeline.steps.build import build
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.steps.recipe import load_recipe
+from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.runner import TestRunOptions, run_tests
 
 pytestmark = pytest.mark.slow
 
@@ -49,9 +51,7 @@ def do_test(name: str, env: TorchEnv, build_dir: Path, work: Path) -> TestRunOut
             env,
             work,
             log,
-            timeout_s=600,
-            per_test_timeout_s=300,
-            build_dir=build_dir,
+            TestRunOptions(timeout_s=600, per_test_timeout_s=300, build_dir=build_dir),
         )
 
 

@@ -27,13 +27,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_torch import BROKEN_INIT, build_wheel
-from workers.pipeline.cache_gc import STAMP
-from workers.pipeline.installer import Installer
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import MARKER, provision
-from workers.pipeline.resolve import parse_spec
-from workers.pipeline.run_env import private_env
-from workers.pipeline.types import ProvisionError, SpecError, TorchEnv, TorchUnusable
+from workers.pipeline.cache.layout import STAMP
+from workers.pipeline.env.installer import Installer
+from workers.pipeline.env.provision import MARKER, provision
+from workers.pipeline.env.resolve import parse_spec
+from workers.pipeline.env.run_env import private_env
+from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.errors import ProvisionError, SpecError, TorchUnusable
+from workers.pipeline.logs.sink import LogSink
 
 OLD_NIGHTLY = "2.14.0.dev20261120+cpu"
 NEW_NIGHTLY = "2.14.0.dev20261124+cpu"

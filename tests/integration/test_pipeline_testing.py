@@ -10,17 +10,19 @@ from pathlib import Path
 import pytest
 
 from service.domain.states import StepStatus
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import provision
-from workers.pipeline.recipe import load_recipe
-from workers.pipeline.resolve import parse_spec
-from workers.pipeline.testing import (
+from workers.pipeline.env.provision import provision
+from workers.pipeline.env.resolve import parse_spec
+from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.logs.sink import LogSink
+from workers.pipeline.steps.recipe import load_recipe
+from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.runner import (
     COLLECTION_NODEID,
     RESULTS_FILE,
     SESSION_EXIT_NODEID,
+    TestRunOptions,
     run_tests,
 )
-from workers.pipeline.types import TestRunOutcome, TorchEnv
 
 TEST_COMMAND = (
     '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'
@@ -67,9 +69,11 @@ def run(
             env,
             tmp_path / "work",
             log,
-            timeout_s=timeout_s,
-            per_test_timeout_s=kwargs.pop("per_test_timeout_s", 300),  # type: ignore[arg-type]
-            **kwargs,  # type: ignore[arg-type]
+            TestRunOptions(
+                timeout_s=timeout_s,
+                per_test_timeout_s=kwargs.pop("per_test_timeout_s", 300),  # type: ignore[arg-type]
+                **kwargs,  # type: ignore[arg-type]
+            ),
         )
 
 

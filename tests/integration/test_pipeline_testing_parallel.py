@@ -17,10 +17,10 @@ from service.migrate import upgrade
 from service.models import Run, TestResult
 from tests.integration.test_pipeline_testing import installed, make_suite, run
 from tests.support.pyonly import write_pyonly_backend
-from workers.pipeline.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.execute import execute_run
-from workers.pipeline.testing import RESULTS_FILE
-from workers.pipeline.types import TestRunOutcome
+from workers.pipeline.isolation.child_env import ChildEnvPolicy, child_environment
+from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.runner import RESULTS_FILE
 
 pytest_plugins = ["tests.support.dirs"]
 

@@ -31,8 +31,8 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import build_wheel
 from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
+from workers.jobs.pr_wait import check_waiting, is_published
 from workers.pipeline.execute import execute_run
-from workers.pr_wait import check_waiting, is_published
 
 pytest_plugins = ["tests.support.github_fixtures"]
 

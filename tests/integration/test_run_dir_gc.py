@@ -19,7 +19,7 @@ from service.migrate import upgrade
 from service.models import Run
 from tests.support.faults import ootci
 from tests.support.pyonly import write_pyonly_backend
-from workers.pipeline.cache_gc import STAMP
+from workers.pipeline.cache.layout import STAMP
 from workers.pipeline.execute import execute_run
 
 pytest_plugins = ["tests.support.dirs"]

@@ -34,8 +34,8 @@ from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
 from tests.support.waiting import empty_broker
-from workers.pipeline import sandbox
 from workers.pipeline.execute import execute_run
+from workers.pipeline.isolation import sandbox
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "backends" / "hostile"
 SECRETS = {

@@ -20,9 +20,9 @@ from service.domain.targets import nightly_targets
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
 from tests.support.pyonly import write_pyonly_backend
+from workers.jobs.nightly import plan_nightly
 from workers.pipeline.execute import execute_run
 from workers.schedule import SWEEP_EVERY_S, beat_schedule, cron
-from workers.tasks import plan_nightly
 
 NIGHT = dt.date(2026, 11, 26)
 PINS = ["pip:torch==2.13.0", "pip:torch==2.14.1"]

@@ -33,8 +33,8 @@ from workers.corpus.interpreter import make_isolated_python
 from workers.corpus.mutant import Mutant
 from workers.corpus.overlay import build_overlay
 from workers.corpus.report import CaseResult, Got
-from workers.pipeline.child_env import ootci_process_environ
-from workers.pipeline.recipe import load_recipe
+from workers.pipeline.isolation.child_env import ootci_process_environ
+from workers.pipeline.steps.recipe import load_recipe
 
 Progress = Callable[[str], None]
 _STAGE_ORDER = {Stage.BUILD.value: 0, Stage.IMPORT.value: 1, Stage.TEST.value: 2,

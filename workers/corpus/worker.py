@@ -16,7 +16,8 @@ import sys
 
 from service.config import get_settings
 from service.db import make_engine
-from workers.pipeline.execute import RunEvent, execute_run
+from workers.pipeline.execute import execute_run
+from workers.pipeline.run_context import RunEvent
 
 
 def _emit(event: RunEvent) -> None:

@@ -1,338 +1,90 @@
-"""Run one compatibility run end to end: claim -> provision -> build -> test -> collect.
+"""Run one compatibility run end to end: claim -> source -> provision -> build -> test ->
+conformance -> collect.
 
-This is the only pipeline module that touches the database. Each step's row is committed
-when it starts (with the path its log streams to) and again when it ends (with the log
-stored compressed), so a run killed at any point keeps everything it had and stays
-re-claimable once its lease expires.
+The orchestration only: which step runs when, with what, and how the run ends. What every
+step shares (the run's context, its lease, its step rows and logs, database writes that
+wait out an outage) is ``run_context.py``; what each step does is its package's (``env/``,
+``steps/``, ``testrun/``, ``verdict/``). A step that cannot do its job raises a
+``PipelineError``; its kind (``errors.py``) decides how the run ends (:func:`_ended_by`).
 """
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
-import threading
-import time
-import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import Engine, delete
-from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.orm import Session
 
 from service.commands.conformance import record_conformance
-from service.commands.log_chunks import drop_log_chunks
-from service.commands.runs import claim_run, renew_lease, requeue_for_retry, retry_delay_s
+from service.commands.runs import claim_run
 from service.commands.torch_builds import record_artifact
 from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus as OutcomeStatus
 from service.domain.torch_spec import SourceKind, TorchSpec
+from service.domain.verdict import ErrorKind, error_text
 from service.models import (
     Backend,
     ConformanceResult,
     Failure,
     Run,
     RunState,
-    Step,
     StepName,
-    StepStatus,
     TestResult,
-    utcnow,
 )
-from service.queries.conformance import previously_working
 from service.queries.test_timings import seconds_per_file
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
-from workers.pipeline import collect
-from workers.pipeline.build import build
-from workers.pipeline.cache_gc import build_dir as cache_build_dir
-from workers.pipeline.cache_gc import collect_garbage_per_settings, stamp
-from workers.pipeline.cache_gc import run_dir as run_dir_of
-from workers.pipeline.child_env import ChildEnvPolicy, child_environment
-from workers.pipeline.commit_dates import commit_date
-from workers.pipeline.conformance import ConformanceOutcome, run_conformance
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.logstream import LogStream
-from workers.pipeline.masking import SecretMasker, settings_secrets
-from workers.pipeline.procs import Attempt, attempt_scope, child_env, reap_groups
-from workers.pipeline.provision import provision
-from workers.pipeline.pytest_plugin import PLUGIN_DIR
-from workers.pipeline.recipe import load_recipe
-from workers.pipeline.resolve import parse_spec
-from workers.pipeline.run_env import private_env, shared_read_only
-from workers.pipeline.sandbox import (
+from workers.pipeline.cache.gc import collect_garbage_per_settings
+from workers.pipeline.cache.layout import build_dir as cache_build_dir
+from workers.pipeline.cache.layout import stamp
+from workers.pipeline.env.commit_dates import commit_date
+from workers.pipeline.env.provision import provision
+from workers.pipeline.env.resolve import parse_spec
+from workers.pipeline.env.run_env import private_env, shared_read_only
+from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.errors import PipelineError, SpecError, TorchUnusable
+from workers.pipeline.isolation.child_env import child_environment
+from workers.pipeline.isolation.procs import Attempt, attempt_scope, child_env, reap_groups
+from workers.pipeline.isolation.sandbox import (
     StepSandbox,
     probe,
     sandbox_for_build,
-    sandbox_for_tests,
     shield_worker_environ,
 )
-from workers.pipeline.shards import ShardDispatch, run_sharded
-from workers.pipeline.source_tree import RunTree, Source, run_tree
-from workers.pipeline.testing import run_tests
-from workers.pipeline.testing_parallel import default_processes
-from workers.pipeline.types import (
-    PipelineError,
-    Recipe,
-    SpecError,
-    StepOutcome,
-    TestRunOutcome,
-    TorchEnv,
-    TorchUnusable,
+from workers.pipeline.logs.sink import LogSink
+from workers.pipeline.run_context import (
+    EventSink,
+    LeaseLost,
+    RunContext,
+    RunEvent,
+    ignore_events,
+    infra_reason,
 )
+from workers.pipeline.steps.build import build
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.steps.recipe import Recipe, load_recipe
+from workers.pipeline.steps.source_tree import RunTree, Source, run_tree
+from workers.pipeline.testrun.conformance import ConformanceOutcome, run_conformance
+from workers.pipeline.testrun.parallel import default_processes
+from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.runner import TestRunOptions, run_tests
+from workers.pipeline.testrun.shards import ShardDispatch, run_sharded
+from workers.pipeline.testrun.suite_sandbox import suite_sandbox
+from workers.pipeline.verdict import collect
 
 log = logging.getLogger(__name__)
 
-LEASE_RENEW_EVERY_S = 30.0
-_DB_RETRY_EVERY_S = 1.0
-
 
 @dataclass(frozen=True)
-class RunEvent:
-    """Progress of a run, for CLI progress bars and logs. kind: step | line | done."""
+class _Claimed:
+    """What the run's row says about the attempt just claimed."""
 
-    run_id: int
-    kind: str
-    step: str
-    status: str = ""
-    text: str = ""
-
-
-EventSink = Callable[[RunEvent], None]
-
-
-def _ignore(_event: RunEvent) -> None:
-    pass
-
-
-class _Lost(Exception):
-    """Another worker took the run over (our lease expired): stop without writing more."""
-
-
-def infra_reason(exc: BaseException) -> str | None:
-    """Why ``exc`` is the machine's fault rather than the backend's or the user's (so the
-    attempt is retried), or None."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"disk full: {exc}"
-    if isinstance(exc, OperationalError) or (
-        isinstance(exc, DBAPIError) and exc.connection_invalidated
-    ):
-        first = str(exc.orig or exc).strip().splitlines()
-        return f"database unreachable: {first[0] if first else type(exc).__name__}"
-    return None
-
-
-class _Heartbeat:
-    """Renews the run's lease on its own timer, apart from the log: a step that prints
-    nothing for an hour keeps its lease, and a database outage only costs missed beats (the
-    lease outlives them). Sets ``lost`` when the run is no longer ours."""
-
-    def __init__(self, engine: Engine, run_id: int, worker_id: str, lease_s: int) -> None:
-        self._engine = engine
-        self._run_id = run_id
-        self._worker_id = worker_id
-        self._lease_s = lease_s
-        self.every_s = min(LEASE_RENEW_EVERY_S, lease_s / 4)
-        self.lost = threading.Event()
-        self.last_error: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"lease-{run_id}", daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def beat(self) -> None:
-        try:
-            with session_scope(self._engine) as s:
-                if not renew_lease(s, self._run_id, self._worker_id, self._lease_s):
-                    self.lost.set()
-            self.last_error = None
-        except Exception as exc:
-            # Keep beating: the database may be back before the lease runs out.
-            self.last_error = infra_reason(exc) or repr(exc)
-            log.warning("run %s: cannot renew the lease: %s", self._run_id, self.last_error)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s) and not self.lost.is_set():
-            self.beat()
-
-    def abort_reason(self) -> str | None:
-        return "the run's lease was lost to another worker" if self.lost.is_set() else None
-
-
-class _RunContext:
-    def __init__(
-        self,
-        engine: Engine,
-        settings: Settings,
-        run_id: int,
-        worker_id: str,
-        on_event: EventSink,
-        only_tests: list[str] | None,
-        attempt: int = 1,
-    ) -> None:
-        self.engine = engine
-        self.settings = settings
-        self.run_id = run_id
-        self.worker_id = worker_id
-        self.on_event = on_event
-        self.run_dir = run_dir_of(settings.resolved_work_dir, run_id)
-        # Every child of this run starts from this environment (HOME and TMPDIR in the run
-        # dir, only the allowed variables), and every log line is masked.
-        self.child_policy = ChildEnvPolicy.for_run(settings, self.run_dir)
-        self.masker = SecretMasker.from_environ(os.environ, extra=settings_secrets(settings))
-        self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
-        self.attempt = attempt
-        self.heartbeat = _Heartbeat(engine, run_id, worker_id, settings.run_lease_s)
-        self.db_tolerance_s = float(settings.db_outage_tolerance_s)
-        # Sends the test shards of a large suite to other workers (shards.py); None: the
-        # test step stays on this worker (embedded mode, or no broker).
-        self.dispatch_shards: ShardDispatch | None = None
-
-    def log_name(self, name: StepName) -> str:
-        """Each attempt its own log: a retry never appends to (nor classifies) an earlier one."""
-        return f"{name.value}.log" if self.attempt <= 1 else f"{name.value}.attempt{self.attempt}.log"
-
-    def check_lease(self) -> None:
-        if self.heartbeat.lost.is_set():
-            raise _Lost()
-
-    def write(self, change: Callable[[Session], None]) -> None:
-        """Commit ``change``, waiting out a database outage (up to ``db_tolerance_s``)."""
-        deadline = time.monotonic() + self.db_tolerance_s
-        while True:
-            try:
-                with session_scope(self.engine) as s:
-                    change(s)
-                return
-            except (OperationalError, DBAPIError) as exc:
-                reason = infra_reason(exc)
-                if reason is None or time.monotonic() >= deadline:
-                    raise
-                log.warning("run %s: %s; retrying", self.run_id, reason)
-                time.sleep(_DB_RETRY_EVERY_S)
-
-    @contextmanager
-    def step(self, name: StepName) -> Iterator[tuple[LogSink, list[StepOutcome]]]:
-        """Open a step: a committed row + a streaming log; the caller appends its outcome.
-        The row is closed whatever happens inside (a full disk, a database outage)."""
-        self.check_lease()
-        stamp(self.run_dir)  # in use: the cache GC leaves it alone for a day at least
-        log_path = self.run_dir / self.log_name(name)
-        started = utcnow()
-        step_ids: list[int] = []
-
-        def open_row(s: Session) -> None:
-            row = Step(
-                run_id=self.run_id,
-                attempt=self.attempt,
-                name=name,
-                status=StepStatus.RUNNING,
-                started_at=started,
-                log_path=str(log_path),
-            )
-            s.add(row)
-            s.flush()
-            step_ids[:] = [row.id]
-
-        self.write(open_row)
-        self._emit(RunEvent(self.run_id, "step", name.value, StepStatus.RUNNING))
-
-        def on_line(line: str) -> None:
-            self._emit(RunEvent(self.run_id, "line", name.value, text=line))
-
-        # What the sink writes is also streamed to the database: readers on other machines.
-        stream = LogStream(self.engine, step_ids[0])
-        sink = LogSink(log_path, on_line=on_line, masker=self.masker,
-                       max_bytes=self.settings.step_log_max_mb * 1024 * 1024,
-                       on_bytes=stream.append)
-        outcomes: list[StepOutcome] = []
-        status = StepStatus.ERRORED
-        summary = ""
-        exit_code: int | None = None
-        try:
-            yield sink, outcomes
-            if sink.write_error is not None:
-                raise PipelineError(f"disk full: cannot write the {name.value} log: {sink.write_error}")
-            self.check_lease()
-            if outcomes:
-                status = StepStatus(outcomes[-1].status.value)
-                summary = outcomes[-1].summary
-                exit_code = outcomes[-1].exit_code
-            else:
-                status = StepStatus.PASSED
-        except _Lost:
-            summary = "the run's lease was lost to another worker"
-            raise
-        except PipelineError as exc:
-            summary = str(exc)
-            self._log_quietly(sink, f"ootci: {exc}\n")
-            raise
-        except Exception as exc:
-            reason = infra_reason(exc)
-            summary = reason or "ootci internal error (traceback in the log)"
-            self._log_quietly(sink, traceback.format_exc())
-            if reason is not None:
-                raise PipelineError(reason) from exc
-            raise
-        finally:
-            sink.close()
-            stream.close()
-            self._close_step(step_ids[0], name, log_path, status, summary, exit_code)
-
-    def _close_step(
-        self,
-        step_id: int,
-        name: StepName,
-        log_path: Path,
-        status: StepStatus,
-        summary: str,
-        exit_code: int | None,
-    ) -> None:
-        if self.heartbeat.lost.is_set():
-            return  # the run is another worker's now: its attempt owns the rows
-        finished = utcnow()
-        try:
-            log_bytes = log_path.read_bytes() if log_path.exists() else b""
-        except OSError:
-            log_bytes = b""
-
-        def close(s: Session) -> None:
-            row = s.get(Step, step_id)
-            if row is None:  # the run was deleted meanwhile
-                return
-            row.status = status
-            row.finished_at = finished
-            row.duration_s = (finished - row.started_at).total_seconds() if row.started_at else None
-            row.exit_code = exit_code
-            row.summary = summary[:2000]
-            row.store_log(log_bytes)
-            drop_log_chunks(s, step_id)
-
-        self.write(close)
-        self._emit(RunEvent(self.run_id, "step", name.value, status, summary))
-
-    def _emit(self, event: RunEvent) -> None:
-        """Progress display only: its failure never reaches the step."""
-        try:
-            self.on_event(event)
-        except Exception:
-            log.exception("run %s: progress display failed", self.run_id)
-
-    @staticmethod
-    def _log_quietly(sink: LogSink, text: str) -> None:
-        try:
-            sink.write(text)
-        except Exception:
-            log.warning("cannot write to %s: %s", sink.path, text.strip()[:500])
+    spec_text: str
+    source: Source
+    pinned_sha: str | None
+    only_tests: list[str] | None  # a rerun's failed tests; None = the whole suite
+    attempt: int
 
 
 def execute_run(
@@ -354,32 +106,19 @@ def execute_run(
     ``settings.infra_retries`` allows another puts the run back in the queue with a backoff
     (``runs.retry_at``) and returns ``queued``: the caller schedules the retry. An
     interactive ``ootci run`` reports the failure at once instead."""
-    with session_scope(engine) as s:
-        if not claim_run(s, run_id, worker_id, settings.run_lease_s):
-            return None
-        run = s.get_one(Run, run_id)
-        if run.attempts > 1:
-            # An earlier attempt failed or its worker died: start over from a clean slate.
-            # Its steps stay (tagged with their attempt) as the history the run page folds.
-            for model in (Failure, TestResult, ConformanceResult):
-                s.execute(delete(model).where(model.run_id == run_id))
-        backend = s.get_one(Backend, run.backend_id)
-        spec_text = run.torch_spec
-        source = Source(backend.name, backend.source, backend.ref, backend.subdir)
-        pinned_sha = run.backend_sha
-        only_tests = _tests_to_rerun(run)
-        attempt = run.attempts
-
-    ctx = _RunContext(
-        engine, settings, run_id, worker_id, on_event or _ignore, only_tests, attempt=attempt
-    )
+    claimed = _claim(engine, settings, run_id, worker_id)
+    if claimed is None:
+        return None
+    ctx = RunContext(engine, settings, run_id, worker_id, on_event or ignore_events,
+                     claimed.only_tests, attempt=claimed.attempt)
     ctx.dispatch_shards = dispatch_shards
     groups_file = ctx.run_dir / "process-groups"
-    if attempt > 1:
+    if claimed.attempt > 1:
         # What a killed earlier attempt left running would build beside this one.
         reaped = reap_groups(groups_file)
         if reaped:
-            log.warning("run %s: killed groups of attempt %s: %s", run_id, attempt - 1, reaped)
+            log.warning("run %s: killed groups of attempt %s: %s", run_id, claimed.attempt - 1,
+                        reaped)
     if settings.sandbox:
         probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
         shield_worker_environ()
@@ -390,26 +129,51 @@ def execute_run(
             attempt_scope(Attempt(abort=ctx.heartbeat.abort_reason, groups_file=groups_file)),
             child_environment(ctx.child_policy),
         ):
-            state = _pipeline(ctx, spec_text, source, pinned_sha)
-    except _Lost:
+            state = _pipeline(ctx, claimed)
+    except LeaseLost:
         log.warning("run %s: lease lost to another worker; stopping", run_id)
         return None
     except Exception as raised:
-        exc = _as_pipeline_error(raised)
-        if exc is None:
-            log.exception("run %s: internal error", run_id)
-            state = _finish(ctx, RunState.ERRORED, error=f"internal error: {raised!r}")
-            ctx.on_event(RunEvent(run_id, "done", "", state.value))
-            return state.value
-        error = f"{exc.kind} error: {exc}"
-        if retry_infra and exc.kind == "infra":
-            if _requeue_for_retry(ctx, exc):
-                ctx.on_event(RunEvent(run_id, "done", "", RunState.QUEUED.value))
-                return RunState.QUEUED.value
-            error = f"infra error on the last of {1 + settings.infra_retries} attempts: {exc}"
-        state = _finish(ctx, RunState.ERRORED, error=error)
+        state = _ended_by(ctx, raised, retry_infra=retry_infra)
     ctx.on_event(RunEvent(run_id, "done", "", state.value))
     return state.value
+
+
+def _claim(engine: Engine, settings: Settings, run_id: int, worker_id: str) -> _Claimed | None:
+    """Claim the run for a new attempt (None: not ours to take)."""
+    with session_scope(engine) as s:
+        if not claim_run(s, run_id, worker_id, settings.run_lease_s):
+            return None
+        run = s.get_one(Run, run_id)
+        if run.attempts > 1:
+            # An earlier attempt failed or its worker died: start over from a clean slate.
+            # Its steps stay (tagged with their attempt) as the history the run page folds.
+            for model in (Failure, TestResult, ConformanceResult):
+                s.execute(delete(model).where(model.run_id == run_id))
+        backend = s.get_one(Backend, run.backend_id)
+        return _Claimed(
+            spec_text=run.torch_spec,
+            source=Source(backend.name, backend.source, backend.ref, backend.subdir),
+            pinned_sha=run.backend_sha,
+            only_tests=_tests_to_rerun(run),
+            attempt=run.attempts,
+        )
+
+
+def _ended_by(ctx: RunContext, raised: Exception, *, retry_infra: bool) -> RunState:
+    """How the run ends when ``raised`` stopped it (called while handling it): its kind is
+    stored on the run and sets the verdict; an infra error is retried when allowed."""
+    exc = _as_pipeline_error(raised)
+    if exc is None:
+        log.exception("run %s: internal error", ctx.run_id)
+        return ctx.finish(RunState.ERRORED, ErrorKind.INTERNAL, f"internal error: {raised!r}")
+    if retry_infra and exc.kind is ErrorKind.INFRA:
+        if ctx.requeue_for_retry(exc):
+            return RunState.QUEUED
+        attempts = 1 + ctx.settings.infra_retries
+        return ctx.finish(RunState.ERRORED, exc.kind,
+                          f"infra error on the last of {attempts} attempts: {exc}")
+    return ctx.finish(RunState.ERRORED, exc.kind, error_text(exc.kind, str(exc)))
 
 
 def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
@@ -421,18 +185,19 @@ def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
     return PipelineError(reason) if reason is not None else None
 
 
-def _pipeline(ctx: _RunContext, spec_text: str, source: Source, pinned_sha: str | None) -> RunState:
+def _pipeline(ctx: RunContext, claimed: _Claimed) -> RunState:
     # Built and tested in the run's own tree, never in the registered source (issue #14).
-    with run_tree(ctx.settings.resolved_cache_dir, source, pinned_sha=pinned_sha) as tree:
-        return _pipeline_in(ctx, spec_text, tree)
+    cache_dir = ctx.settings.resolved_cache_dir
+    with run_tree(cache_dir, claimed.source, pinned_sha=claimed.pinned_sha) as tree:
+        return _pipeline_in(ctx, claimed.spec_text, tree)
 
 
-def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
+def _pipeline_in(ctx: RunContext, spec_text: str, tree: RunTree) -> RunState:
     settings = ctx.settings
     recipe = load_recipe(tree.path)
     with session_scope(ctx.engine) as s:
         backend = s.get_one(Backend, s.get_one(Run, ctx.run_id).backend_id)
-        backend.recipe = _recipe_summary(recipe)
+        backend.recipe = recipe.summary()
         s.get_one(Run, ctx.run_id).backend_sha = tree.sha
 
     _collect_cache_garbage(ctx)
@@ -443,8 +208,8 @@ def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
             state = collect.collect(s, run, None, None, settings, sink.write, provision=env)
             run.transition(state)
         return state
-    build_dir = _build_dir(ctx, recipe, env, tree.key)
-    stamp(build_dir)
+    build_dir = cache_build_dir(settings.resolved_cache_dir, recipe.name, env.env_key, tree.key)
+    stamp(build_dir)  # one per (torch build, backend source): reused by a rerun of the pair
     build_outcome = _build_step(ctx, recipe, env, build_dir)
     tests: TestRunOutcome | None = None
     conformance: ConformanceOutcome | None = None
@@ -456,13 +221,13 @@ def _pipeline_in(ctx: _RunContext, spec_text: str, tree: RunTree) -> RunState:
     with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
         run = s.get_one(Run, ctx.run_id)
         if tests is not None and conformance is not None:
-            tests = _with_regressions(s, run, tests, conformance, sink)
+            tests = collect.with_regressions(s, run, tests, conformance, sink.write)
         state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
         run.transition(state)
     return state
 
 
-def _collect_cache_garbage(ctx: _RunContext) -> None:
+def _collect_cache_garbage(ctx: RunContext) -> None:
     """Each worker cleans its own cache before adding to it. Never fails the run: a full
     disk shows up as a provision or build error with its own message."""
     try:
@@ -479,7 +244,7 @@ def _collect_cache_garbage(ctx: _RunContext) -> None:
         )
 
 
-def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv | StepOutcome:
+def _provision_step(ctx: RunContext, spec_text: str) -> TorchEnv | StepOutcome:
     """The run's private env over the shared base env of its torch; the failed step's
     outcome when torch itself does not import (upstream's break, classified by collect)."""
     settings = ctx.settings
@@ -501,7 +266,7 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv | StepOutcome:
             return outcomes[-1]
         sink.write(f"ootci: torch {base.version} ({base.git_version}) at {base.torch_dir}\n")
         env = private_env(base, ctx.run_dir)
-        sink.write(f"ootci: the run's own env {_venv_dir(env)} over {_venv_dir(base)} (read-only)\n")
+        sink.write(f"ootci: the run's own env {env.venv_dir} over {base.venv_dir} (read-only)\n")
         with session_scope(ctx.engine) as s:
             tb = collect.upsert_torch_build(s, base)
             record_artifact(tb, base.artifact_url, base.artifact_sha256)
@@ -509,7 +274,7 @@ def _provision_step(ctx: _RunContext, spec_text: str) -> TorchEnv | StepOutcome:
     return env
 
 
-def _pinned_to_recorded_wheel(ctx: _RunContext, spec: TorchSpec, sink: LogSink) -> TorchSpec:
+def _pinned_to_recorded_wheel(ctx: RunContext, spec: TorchSpec, sink: LogSink) -> TorchSpec:
     """``run:<id>``: the wheel that run installed, refused if its bytes changed since."""
     with session_scope(ctx.engine) as s:
         try:
@@ -525,16 +290,7 @@ def _pinned_to_recorded_wheel(ctx: _RunContext, spec: TorchSpec, sink: LogSink) 
     )
 
 
-def _build_dir(ctx: _RunContext, recipe: Recipe, env: TorchEnv, key: str) -> Path:
-    """One build dir per (torch build, backend source): reused by a rerun of the same pair."""
-    return cache_build_dir(ctx.settings.resolved_cache_dir, recipe.name, env.env_key, key)
-
-
-def _venv_dir(env: TorchEnv) -> Path:
-    return env.python.parent.parent  # <venv>/bin/python
-
-
-def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
+def _build_step(ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
     policy = ctx.child_policy
     # ccache keeps its default, machine-wide dir: every env and build dir shares it.
     ccache = child_env({}).get("CCACHE_DIR")
@@ -543,8 +299,8 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
         sandbox = sandbox_for_build(
             ctx.settings,
             # The build installs into the run's private env, never into the shared base, from
-            # the run's own copy of the source (source_tree.py), never the registered tree.
-            writable=[*own, _venv_dir(env), recipe.source_dir, *([Path(ccache)] if ccache else [])],
+            # the run's own copy of the source (steps/source_tree.py), never the registered tree.
+            writable=[*own, env.venv_dir, recipe.source_dir, *([Path(ccache)] if ccache else [])],
             visible=[*env.pythonpath, ctx.run_dir],
             watched=own,
             read_only=shared_read_only(ctx.settings, env),
@@ -556,46 +312,28 @@ def _build_step(ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
     return outcome
 
 
-def _suite_sandbox(
-    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path, work_dir: Path
+def _sandbox_for_suite(
+    ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path, work_dir: Path
 ) -> StepSandbox:
-    """Where a suite (the backend's own or the conformance suite) runs: it sees the run's
-    env over its read-only base, the build and the source; it writes only its own dirs."""
-    policy = ctx.child_policy
-    own = [policy.home, policy.tmpdir, work_dir]
-    return sandbox_for_tests(
-        ctx.settings,
-        writable=own,
-        visible=[
-            _venv_dir(env), *env.base_dirs, *env.pythonpath, build_dir, recipe.source_dir,
-            PLUGIN_DIR, ctx.run_dir,
-        ],
-        watched=own,
-        read_only=shared_read_only(ctx.settings, env),
-    )
+    return suite_sandbox(ctx.settings, ctx.child_policy, env, build_dir=build_dir,
+                         source_dir=recipe.source_dir, work_dir=work_dir, run_dir=ctx.run_dir)
 
 
 def _test_step(
-    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
+    ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 ) -> TestRunOutcome:
     with ctx.step(StepName.TEST) as (sink, outcomes):
-        sandbox = _suite_sandbox(ctx, recipe, env, build_dir, ctx.run_dir / "test")
-        file_seconds = _file_seconds(ctx)
+        sandbox = _sandbox_for_suite(ctx, recipe, env, build_dir, ctx.run_dir / "test")
+        with session_scope(ctx.engine) as s:
+            file_seconds = seconds_per_file(s, s.get_one(Run, ctx.run_id))
         sharded = _sharded_tests(ctx, recipe, env, build_dir, sink, sandbox, file_seconds)
         result = sharded or run_tests(
-            recipe,
-            env,
-            ctx.run_dir / "test",
-            sink,
-            timeout_s=ctx.settings.step_timeout_s,
-            per_test_timeout_s=ctx.settings.test_timeout_s,
-            rerun_failures=ctx.settings.rerun_failed_tests,
-            build_dir=build_dir,
-            only=ctx.only_tests,
-            sandbox=sandbox,
-            processes=ctx.settings.test_processes or default_processes(),
-            masker=ctx.masker,
-            file_seconds=file_seconds,
+            recipe, env, ctx.run_dir / "test", sink,
+            TestRunOptions.of_settings(
+                ctx.settings, build_dir=build_dir, only=ctx.only_tests, sandbox=sandbox,
+                processes=ctx.settings.test_processes or default_processes(),
+                masker=ctx.masker, file_seconds=file_seconds,
+            ),
         )
         outcomes.append(result.step)
         with session_scope(ctx.engine) as s:
@@ -614,13 +352,8 @@ def _test_step(
     return result
 
 
-def _file_seconds(ctx: _RunContext) -> dict[str, float]:
-    with session_scope(ctx.engine) as s:
-        return seconds_per_file(s, s.get_one(Run, ctx.run_id))
-
-
 def _sharded_tests(
-    ctx: _RunContext,
+    ctx: RunContext,
     recipe: Recipe,
     env: TorchEnv,
     build_dir: Path,
@@ -640,12 +373,12 @@ def _sharded_tests(
 
 
 def _conformance_step(
-    ctx: _RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
+    ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path
 ) -> ConformanceOutcome:
     """The conformance suite against the recipe's device, sandboxed like the tests."""
     work_dir = ctx.run_dir / "conformance"
     with ctx.step(StepName.CONFORMANCE) as (sink, outcomes):
-        sandbox = _suite_sandbox(ctx, recipe, env, build_dir, work_dir)
+        sandbox = _sandbox_for_suite(ctx, recipe, env, build_dir, work_dir)
         result = run_conformance(
             recipe, env, work_dir, sink,
             timeout_s=ctx.settings.step_timeout_s,
@@ -660,77 +393,11 @@ def _conformance_step(
     return result
 
 
-def _with_regressions(
-    session: Session, run: Run, tests: TestRunOutcome, conformance: ConformanceOutcome,
-    sink: LogSink,
-) -> TestRunOutcome:
-    """The backend's test results plus the failed conformance tests of each mechanism that
-    worked in its previous run: a regression is classified, triaged and grouped into a
-    breakage like a failure of its own suite. A mechanism the backend never got right is
-    what it implements, shown on the conformance page, not a breakage."""
-    before = previously_working(session, run)
-    regressed = {m.mechanism for m in conformance.mechanisms if m.failed and m.mechanism in before}
-    if not regressed:
-        return tests
-    failing = {n for m in conformance.mechanisms if m.mechanism in regressed for n in m.failing}
-    sink.write(f"ootci: conformance regressions: {', '.join(sorted(regressed))}\n")
-    extra = tuple(r for r in conformance.records if r.nodeid in failing)
-    return TestRunOutcome(step=tests.step, results=(*tests.results, *extra))
-
-
 def _tests_to_rerun(run: Run) -> list[str] | None:
     """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
     tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None
-
-
-def _requeue_for_retry(ctx: _RunContext, exc: PipelineError) -> bool:
-    """Back to the queue if the retry budget allows another attempt (and the run is still
-    ours); its failed steps stay, as that attempt's history, when the next one starts."""
-    delays: list[int] = []
-
-    def requeue(s: Session) -> None:
-        run = s.get_one(Run, ctx.run_id)
-        budget = 1 + ctx.settings.infra_retries
-        if run.attempts >= budget or run.claimed_by != ctx.worker_id:
-            return
-        delay = retry_delay_s(run.attempts, ctx.settings.infra_retry_delay_s)
-        requeue_for_retry(
-            s, run, delay_s=delay,
-            error=f"infra error on attempt {run.attempts} of {budget}, retrying in {delay} s: {exc}",
-        )
-        delays.append(delay)
-
-    ctx.write(requeue)
-    if not delays:
-        return False
-    log.warning("run %s: infra error, retrying in %s s: %s", ctx.run_id, delays[0], exc)
-    return True
-
-
-def _finish(ctx: _RunContext, state: RunState, *, error: str) -> RunState:
-    def finish(s: Session) -> None:
-        run = s.get_one(Run, ctx.run_id)
-        if run.claimed_by != ctx.worker_id:
-            return  # another attempt owns the run now
-        run.error = error[:4000]
-        run.verdict = "infra" if "infra" in error else "unknown"
-        run.verdict_reason = error[:4000]
-        if RunState(run.state) is RunState.RUNNING:
-            run.transition(state)
-
-    ctx.write(finish)
-    return state
-
-
-def _recipe_summary(recipe: Recipe) -> dict[str, object]:
-    return {
-        "name": recipe.name,
-        "build": list(recipe.build_command),
-        "test": list(recipe.test_command),
-        "timeout_per_test": recipe.timeout_per_test_s,
-    }
 
 
 __all__ = ["EventSink", "RunEvent", "execute_run"]

@@ -36,13 +36,13 @@ def test_models_and_migrations_agree(db_url: str) -> None:
     assert real == []
 
 
-def test_0013_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_triage(
+def test_0014_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_triage(
     db_url: str,
 ) -> None:
     from sqlalchemy import text
 
     engine = make_engine(db_url)
-    upgrade(engine, "0012")
+    upgrade(engine, "0013")
     with engine.begin() as conn:
         conn.execute(text(
             "INSERT INTO backends (id, name, source, recipe, created_at) "

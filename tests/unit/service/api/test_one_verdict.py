@@ -21,8 +21,9 @@ from service.models import Breakage, Run, RunState, Step, TestResult, TorchBuild
 from tests.support.helpers import add_backend
 from tests.unit.service.api.test_pages import client_for
 from tests.unit.service.cli.test_cli_errors import ootci
-from workers.pipeline.collect import collect
-from workers.pipeline.types import StepOutcome, TestRecord, TestRunOutcome
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
+from workers.pipeline.verdict.collect import collect
 
 ONE, TWO, RED = "tests/test_one.py::t1", "tests/test_two.py::t2", "tests/test_red.py::red"
 S1, S2 = "1" * 40, "2" * 40

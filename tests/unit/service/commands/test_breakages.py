@@ -19,9 +19,10 @@ from service.models import (
     TorchBuild,
 )
 from tests.support.helpers import add_backend, add_finished_run, fixture_log
-from workers.pipeline.collect import collect
-from workers.pipeline.reclassify import reclassify
-from workers.pipeline.types import StepOutcome, TestRunOutcome
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.verdict.collect import collect
+from workers.pipeline.verdict.reclassify import reclassify
 
 SETTINGS = Settings(pins=["pip:torch==2.13.0"])
 FAILED_BUILD = StepOutcome(StepStatus.FAILED, 1, "build failed")

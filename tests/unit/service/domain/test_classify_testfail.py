@@ -65,7 +65,7 @@ def test_huge_details_are_bounded() -> None:
 
 
 def test_the_runners_own_crash_and_timeout_messages() -> None:
-    # What workers/pipeline/testing.py records for a test that killed pytest or hung.
+    # What workers/pipeline/testrun/runner.py records for a test that killed pytest or hung.
     crash = classify_test_failure(NODE, "Segmentation fault (SIGSEGV)", None, outcome="crashed")
     assert (crash.subtype, crash.rule, crash.captures["signal"]) == (
         Subtype.CRASH, "crash-signal", "Segmentation fault")

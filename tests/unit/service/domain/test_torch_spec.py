@@ -11,8 +11,8 @@ from service.domain.torch_spec import (
     TorchSpecError,
     parse_spec,
 )
-from workers.pipeline import resolve
-from workers.pipeline.types import UsageError
+from workers.pipeline.env import resolve
+from workers.pipeline.errors import UsageError
 
 
 def test_installed() -> None:

@@ -1,0 +1,2 @@
+"""The test and conformance steps: a pytest suite run with crash isolation, in parts on
+this worker's cores or in shards on other workers."""

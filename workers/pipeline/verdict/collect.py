@@ -1,0 +1,223 @@
+"""The collect step: turn a run's build/test outcome into classified, triaged failures,
+group them into breakages, and decide the run's state and verdict.
+
+Runs inside the caller's session (execute_run's collect step); never commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
+from service.commands import culprits
+from service.commands.breakages import record_occurrences, resolve_fixed
+from service.commands.torch_builds import record_torch_build
+from service.config import Settings
+from service.domain.classify import (
+    backend_packages,
+    blame_own_module,
+    classify_log,
+    classify_test_failure,
+)
+from service.domain.triage import judge_run, triage
+from service.domain.verdict import Category, Finding, Stage, TriageVerdict
+from service.models import (
+    Backend,
+    Failure,
+    Outcome,
+    Run,
+    RunState,
+    Step,
+    StepName,
+    StepStatus,
+    TorchBuild,
+)
+from service.queries.baseline import history_for
+from service.queries.conformance import previously_working
+from service.queries.regression import range_for
+from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.testrun.conformance import ConformanceOutcome
+from workers.pipeline.testrun.records import TestRunOutcome
+
+
+def with_regressions(
+    session: Session, run: Run, tests: TestRunOutcome, conformance: ConformanceOutcome,
+    note: Callable[[str], None],
+) -> TestRunOutcome:
+    """The backend's test results plus the failed conformance tests of each mechanism that
+    worked in its previous run: a regression is classified, triaged and grouped into a
+    breakage like a failure of its own suite. A mechanism the backend never got right is
+    what it implements, shown on the conformance page, not a breakage."""
+    before = previously_working(session, run)
+    regressed = {m.mechanism for m in conformance.mechanisms if m.failed and m.mechanism in before}
+    if not regressed:
+        return tests
+    failing = {n for m in conformance.mechanisms if m.mechanism in regressed for n in m.failing}
+    note(f"ootci: conformance regressions: {', '.join(sorted(regressed))}\n")
+    extra = tuple(r for r in conformance.records if r.nodeid in failing)
+    return TestRunOutcome(step=tests.step, results=(*tests.results, *extra))
+
+
+def upsert_torch_build(session: Session, env: TorchEnv) -> TorchBuild:
+    """The provision step's TorchBuild row, written through the torch-build command."""
+    return record_torch_build(
+        session,
+        spec=env.spec,
+        source_kind=env.source_kind,
+        version=env.version,
+        git_version=env.git_version,
+        env_key=env.env_key,
+        python=str(env.python),
+    )
+
+
+def _read_log(step: Step | None) -> bytes:
+    return step.read_log() if step is not None else b""
+
+
+def _step(run: Run, name: StepName) -> Step | None:
+    return next((s for s in run.steps if s.name == name), None)
+
+
+def _classified_failures(
+    run: Run,
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    own: frozenset[str],
+    provision: StepOutcome | None = None,
+) -> list[tuple[Failure, Finding | None]]:
+    found: list[tuple[Failure, Finding | None]] = []
+    if provision is not None and provision.status is not StepStatus.PASSED:
+        # torch itself does not import (the only provision failure that reaches collect).
+        finding = classify_log(_read_log(_step(run, StepName.PROVISION)), Stage.PROVISION)
+        found.append((_failure(run.id, StepName.PROVISION, Stage.PROVISION, None, finding,
+                               provision), finding))
+        return found
+    if build is None:
+        return found
+    if build.status is not StepStatus.PASSED:
+        finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD)
+        found.append((_failure(run.id, StepName.BUILD, Stage.BUILD, None, finding, build), finding))
+        return found
+    if tests is None:
+        return found
+    results = [r for r in tests.results if r.outcome in Outcome.CLASSIFIED]
+    for r in results:
+        # A test module that fails to import (collection error) is the import stage: that is
+        # where an undefined symbol in the backend's .so shows up.
+        stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
+        finding = blame_own_module(
+            classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome), own)
+        found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
+    if not results and tests.step.status is not StepStatus.PASSED:
+        # The runner itself failed (no per-test evidence): classify its log.
+        finding = classify_log(_read_log(_step(run, StepName.TEST)), Stage.TEST)
+        found.append(
+            (_failure(run.id, StepName.TEST, Stage.TEST, None, finding, tests.step), finding)
+        )
+    return found
+
+
+def _failure(
+    run_id: int,
+    step: StepName,
+    stage: Stage,
+    nodeid: str | None,
+    finding: Finding | None,
+    outcome: StepOutcome | None,
+) -> Failure:
+    if finding is None:
+        return Failure(
+            run_id=run_id,
+            step_name=step,
+            stage=stage,
+            nodeid=nodeid,
+            line=(outcome.summary if outcome else "") or f"{step.value} failed (no rule matched)",
+            line_no=None,
+            category=Category.UNKNOWN.value,
+            subtype="generic",
+            rule=None,
+        )
+    return Failure(
+        run_id=run_id,
+        step_name=step,
+        stage=finding.stage.value,
+        nodeid=nodeid,
+        line=finding.line,
+        line_no=finding.line_number or None,
+        captures=dict(finding.captures),
+        category=finding.category.value,
+        subtype=finding.subtype.value,
+        rule=finding.rule,
+        fingerprint=finding.fingerprint or None,
+        fingerprint_version=finding.fingerprint_version or None,
+        finding=finding.to_dict(),
+    )
+
+
+def collect(
+    session: Session,
+    run: Run,
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    settings: Settings,
+    note: Callable[[str], None],
+    *,
+    provision: StepOutcome | None = None,
+) -> RunState:
+    """Classify, triage and group the run's failures; return the state the run ends in.
+    ``build`` is None when the ``provision`` step failed (torch itself does not import)."""
+    own = backend_packages(session.get_one(Backend, run.backend_id).name)
+    pairs = _classified_failures(run, build, tests, own, provision)
+    flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
+    history = history_for(session, run, [f for f, _ in pairs])
+    verdicts: list[TriageVerdict] = []
+    for failure, finding in pairs:
+        verdict = triage(finding, history.evidence(failure, passed_on_rerun=failure.nodeid in flaky))
+        failure.triage = verdict.category.value
+        failure.triage_reason = verdict.reason
+        failure.needs_isolation = verdict.needs_isolation
+        failure.isolate_against_run_id = verdict.isolate_against_run_id
+        verdicts.append(verdict)
+        session.add(failure)
+        note(
+            f"{failure.stage} {failure.nodeid or ''}: {failure.triage}/{failure.subtype} "
+            f"(rule {failure.rule} suggests {failure.category})\n    {failure.line}\n"
+        )
+    session.flush()
+
+    touched = record_occurrences(session, run, [f for f, _ in pairs])
+    built = build is not None and build.status is StepStatus.PASSED
+    observed = {Stage.BUILD.value} if built else set()
+    if tests is not None and tests.step.status is not StepStatus.ERRORED:
+        observed |= {Stage.IMPORT.value, Stage.TEST.value}
+    resolved = resolve_fixed(
+        session, run, {f.fingerprint for f, _ in pairs if f.fingerprint}, observed
+    )
+    for b in resolved:
+        note(f"resolved breakage {b.id}: {b.title}\n")
+    # The upstream loop: new breakages get their regression range (and an analysis of it
+    # queued), reported ones get their PR's comment refreshed; GitHub is reached later,
+    # from the outbox, never inside the run's transaction.
+    culprits.after_run(
+        session, run, touched, resolved, found=range_for(session, run),
+        repo=settings.upstream_repo, min_score=settings.culprit_min_score,
+    )
+
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
+    if not real:
+        state = RunState.PASSED
+    elif all(v.category is Category.INFRA for v in real) or (
+        build is not None and build.status is StepStatus.ERRORED
+    ):
+        state = RunState.ERRORED
+    else:
+        state = RunState.FAILED
+    judged = judge_run(verdicts, passed=state is RunState.PASSED)
+    run.verdict, run.verdict_subtype, run.verdict_reason = (
+        judged.verdict, judged.subtype, judged.reason)
+    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    return state

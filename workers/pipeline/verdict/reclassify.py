@@ -1,0 +1,93 @@
+"""``ootci reclassify``: replay classification, triage and breakage grouping over stored
+runs after the rules (or the fingerprint algorithm) changed.
+
+Runs are replayed oldest first through the same ``collect`` the pipeline uses, from what
+the database holds (step logs, test results), so a reclassified history is exactly what
+the pipeline would have stored had the new rules been there from the start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from service.config import Settings
+from service.domain.states import Outcome, StepStatus
+from service.models import Breakage, Failure, Run, RunState, Step, StepName
+from workers.pipeline.steps.outcome import StepOutcome
+from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
+from workers.pipeline.verdict.collect import collect
+
+
+@dataclass
+class ReclassifyReport:
+    runs: int = 0
+    failures_before: int = 0
+    failures_after: int = 0
+    changed: int = 0  # failures whose (category, subtype, fingerprint) changed
+    breakages_before: int = 0
+    breakages_after: int = 0
+
+
+def _outcome(step: Step | None) -> StepOutcome | None:
+    if step is None:
+        return None
+    status = StepStatus(step.status) if step.status in StepStatus.ENDED else StepStatus.ERRORED
+    return StepOutcome(status=status, exit_code=step.exit_code, summary=step.summary or "")
+
+
+def _replay_inputs(run: Run) -> tuple[StepOutcome, TestRunOutcome | None] | None:
+    steps = {s.name: s for s in run.steps}
+    build = _outcome(steps.get(StepName.BUILD))
+    if build is None:
+        return None  # never got to build (provisioning failed): nothing to reclassify
+    test_step = _outcome(steps.get(StepName.TEST))
+    tests = None
+    if test_step is not None:
+        tests = TestRunOutcome(
+            step=test_step,
+            results=tuple(
+                TestRecord(t.nodeid, Outcome(t.outcome), t.duration_s, t.message, t.details)
+                for t in run.test_results
+            ),
+        )
+    return build, tests
+
+
+def reclassify(
+    session: Session, settings: Settings, *, progress: Callable[[int, int], None] | None = None
+) -> ReclassifyReport:
+    report = ReclassifyReport()
+    before = {
+        (f.run_id, f.nodeid, f.step_name): (f.category, f.subtype, f.fingerprint)
+        for f in session.scalars(select(Failure))
+    }
+    report.failures_before = len(before)
+    report.breakages_before = len(session.scalars(select(Breakage.id)).all())
+    session.execute(update(Failure).values(breakage_id=None))
+    session.execute(delete(Failure))
+    session.execute(delete(Breakage))
+    session.flush()
+
+    finished = (RunState.PASSED, RunState.FAILED, RunState.ERRORED)
+    run_ids = list(session.scalars(select(Run.id).where(Run.state.in_(finished)).order_by(Run.id)))
+    for i, run_id in enumerate(run_ids, 1):
+        run = session.get_one(Run, run_id)
+        inputs = _replay_inputs(run)
+        if inputs is not None:
+            collect(session, run, inputs[0], inputs[1], settings, lambda _text: None)
+            report.runs += 1
+        if progress:
+            progress(i, len(run_ids))
+    session.flush()
+    after = {
+        (f.run_id, f.nodeid, f.step_name): (f.category, f.subtype, f.fingerprint)
+        for f in session.scalars(select(Failure))
+    }
+    report.failures_after = len(after)
+    report.changed = sum(1 for k, v in after.items() if before.get(k) != v)
+    report.breakages_after = len(session.scalars(select(Breakage.id)).all())
+    return report
