@@ -8,13 +8,13 @@ import json
 
 from sqlalchemy.orm import Session
 
+from evals.paths import CULPRIT_CASES
 from service.commands import culprits
 from service.models import Breakage, Failure, Run, RunState, TorchBuild
 from service.queries.regression import range_for
 from tests.support.helpers import add_backend
-from tests.support.paths import FIXTURES
 
-CASE = FIXTURES / "culprit" / "allocate-const.json"
+CASE = CULPRIT_CASES / "allocate-const.json"
 REPO = "pytorch/pytorch"
 
 
