@@ -10,22 +10,14 @@ import pytest
 from service.domain.states import StepStatus
 from workers.pipeline.build import build
 from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import provision
 from workers.pipeline.recipe import load_recipe
-from workers.pipeline.resolve import parse_spec
 from workers.pipeline.testing import run_tests
 from workers.pipeline.types import StepOutcome, TestRunOutcome, TorchEnv
 
+pytest_plugins = ["tests.support.installed_fixtures"]
 pytestmark = pytest.mark.slow
 
 BACKENDS = Path(__file__).resolve().parents[1] / "fixtures" / "backends"
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> TorchEnv:
-    root = tmp_path_factory.mktemp("installed")
-    with LogSink(root / "provision.log") as log:
-        return provision(parse_spec("installed"), root / "cache", log)
 
 
 @pytest.fixture(scope="module")

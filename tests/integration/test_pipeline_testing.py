@@ -4,73 +4,20 @@ abort, hang and fail, run through ``run_tests`` with the installed interpreter."
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from service.domain.states import StepStatus
-from workers.pipeline.logsink import LogSink
-from workers.pipeline.provision import provision
-from workers.pipeline.recipe import load_recipe
-from workers.pipeline.resolve import parse_spec
+from tests.support.suites import make_suite, run
 from workers.pipeline.testing import (
     COLLECTION_NODEID,
     RESULTS_FILE,
     SESSION_EXIT_NODEID,
-    run_tests,
 )
 from workers.pipeline.types import TestRunOutcome, TorchEnv
 
-TEST_COMMAND = (
-    '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'
-)
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> TorchEnv:
-    root = tmp_path_factory.mktemp("installed")
-    with LogSink(root / "provision.log") as log:
-        return provision(parse_spec("installed"), root / "cache", log)
-
-
-def make_suite(
-    root: Path, tests: dict[str, str], *, timeout_per_test: int = 60, command: str = TEST_COMMAND
-) -> Path:
-    suite = root / "suite"
-    (suite / "tests").mkdir(parents=True)
-    (suite / "pytest.ini").write_text("[pytest]\n")
-    (suite / "ootci.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            [backend]
-            name = "synthetic"
-            [build]
-            command = ["true"]
-            [test]
-            command = {command}
-            timeout_per_test = {timeout_per_test}
-            """
-        )
-    )
-    for name, body in tests.items():
-        (suite / "tests" / name).write_text(textwrap.dedent(body))
-    return suite
-
-
-def run(
-    suite: Path, env: TorchEnv, tmp_path: Path, *, timeout_s: int = 300, **kwargs: object
-) -> TestRunOutcome:
-    with LogSink(tmp_path / "test.log") as log:
-        return run_tests(
-            load_recipe(suite),
-            env,
-            tmp_path / "work",
-            log,
-            timeout_s=timeout_s,
-            per_test_timeout_s=kwargs.pop("per_test_timeout_s", 300),  # type: ignore[arg-type]
-            **kwargs,  # type: ignore[arg-type]
-        )
+pytest_plugins = ["tests.support.installed_fixtures"]
 
 
 def outcomes(result: TestRunOutcome) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The command lines as a user runs them: ``python -m service.cli`` (``ootci``) and
-``python -m evals`` in a subprocess from the repository root, with no ``OOTCI_*`` variable of
-the calling shell and ``OOTCI_HOME`` under the test's tmp dir."""
+``python -m evals`` in a subprocess from the repository root, without the ``OOTCI_*``
+variables of the calling shell."""
 
 from __future__ import annotations
 
@@ -12,20 +12,28 @@ from pathlib import Path
 from tests.support.paths import REPO_ROOT
 
 
-def run_module(module: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def run_module(
+    module: str, home: Path, *args: str, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS...`` with ``OOTCI_HOME=home``; ``env`` adds variables."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"OOTCI_HOME": str(tmp_path / "home"), "COLUMNS": "200", **env})
+    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200", **env})
     return subprocess.run(
         [sys.executable, "-m", module, *args],
-        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=300,
+        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=timeout,
     )
 
 
 def ootci(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``ootci ARGS...``; ``env`` adds variables (``OOTCI_DATABASE_URL=...``)."""
-    return run_module("service.cli", tmp_path, *args, **env)
+    """``ootci ARGS...`` with its home in ``tmp_path/home``."""
+    return run_module("service.cli", tmp_path / "home", *args, **env)
+
+
+def ootci_at(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``ootci ARGS...`` with ``OOTCI_HOME=home``."""
+    return run_module("service.cli", home, *args, **env)
 
 
 def evals(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m evals ARGS...``."""
-    return run_module("evals", tmp_path, *args, **env)
+    """``python -m evals ARGS...`` with its home in ``tmp_path/home``."""
+    return run_module("evals", tmp_path / "home", *args, **env)

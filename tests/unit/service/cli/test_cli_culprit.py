@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 from service.db import make_engine
 from service.migrate import upgrade
 from service.models import Run, RunState
+from tests.support.cli import ootci
 from tests.support.helpers import add_backend
-from tests.unit.service.cli.test_cli_errors import ootci
 
 
 def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
