@@ -6,14 +6,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from service.models import Run, WebhookDelivery
 from tests.support.paths import FIXTURES as ALL_FIXTURES
+
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
 
 FIXTURES = ALL_FIXTURES / "webhooks"
 SECRET = "It's a Secret to Everybody"
