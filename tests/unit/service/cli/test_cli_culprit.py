@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 
 from service.db import make_engine
 from service.migrate import upgrade
-from service.models import Run, RunState
+from service.models import RunState
 from tests.support.cli import ootci
-from tests.support.helpers import add_backend
+from tests.support.factories import make_backend, make_run
 
 
 def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -20,10 +20,9 @@ def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{db}")
     upgrade(engine)
     with Session(engine) as session:
-        ours, theirs = add_backend(session, "ours"), add_backend(session, "theirs")
-        red = Run(backend_id=ours.id, torch_spec="nightly", state=RunState.FAILED)
-        other = Run(backend_id=theirs.id, torch_spec="nightly", state=RunState.PASSED)
-        session.add_all([red, other])
+        ours, theirs = make_backend(session, "ours"), make_backend(session, "theirs")
+        red = make_run(session, ours, state=RunState.FAILED)
+        other = make_run(session, theirs, state=RunState.PASSED)
         session.commit()
         red_id, other_id = red.id, other.id
     engine.dispose()

@@ -8,7 +8,8 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus
 from service.models import Backend, Breakage, BreakageStatus, Failure, Run, RunState
-from tests.support.helpers import add_backend, add_finished_run, fixture_log
+from tests.support.factories import make_backend, make_finished_run
+from tests.support.helpers import fixture_log
 from workers.pipeline.collect import collect
 from workers.pipeline.reclassify import reclassify
 from workers.pipeline.types import StepOutcome, TestRunOutcome
@@ -21,8 +22,8 @@ PASSED_TESTS = TestRunOutcome(StepOutcome(StepStatus.PASSED, 0), ())
 
 def _night(engine: Engine, log: str | None, sha: str = "b" * 40) -> int:
     with session_scope(engine) as s:
-        b = s.scalar(select(Backend).limit(1)) or add_backend(s)
-        run = add_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
+        b = s.scalar(select(Backend).limit(1)) or make_backend(s)
+        run = make_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
         state = collect(s, run, FAILED_BUILD if log else PASSED_BUILD,
                         None if log else PASSED_TESTS, SETTINGS, lambda _t: None)
         run.transition(state)
