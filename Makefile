@@ -40,7 +40,7 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ccache bubblewrap >/dev/null)
 
 lint: setup
-	$(BIN)/ruff check service workers tests benchmarks conformance
+	$(BIN)/ruff check service workers evals tests benchmarks conformance
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/culprit.py [--commits 500] [--files 8] [--repeat 5]
 
-The range is built from the culprit corpus generator (tests/fixtures/culprit/make_cases.py):
+The range is built from the culprit corpus generator (evals/data/culprit/make_cases.py):
 the commits of every case (culprits, decoys, fillers) pooled, then each commit widened to
 ``--files`` changed files of ~40 patch lines (PyTorch's median commit is smaller; this is
 the heavy end), and the getcvar-migration culprit hidden in the middle. Timed:
@@ -30,14 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from service.domain.culprit import RangeIndex  # noqa: E402
-from service.domain.upstream import FileChange, UpstreamCommit  # noqa: E402
-from service.github.culprit_corpus import (  # noqa: E402
+from evals.culprit import (  # noqa: E402
     DEFAULT_CORPUS,
     commit_from_github,
     load_case,
     load_corpus,
 )
+from service.domain.culprit import RangeIndex  # noqa: E402
+from service.domain.upstream import FileChange, UpstreamCommit  # noqa: E402
 
 
 def _generator():  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import backends, corpus, culprit, ops, pins, resume, runs
+from service.cli import backends, culprit, ops, pins, resume, runs
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -27,8 +27,6 @@ app.command()(ops.gc)
 app.command()(ops.serve)
 app.command(context_settings=EXTRA_ARGS)(ops.worker)
 app.command(context_settings=EXTRA_ARGS)(ops.beat)
-app.add_typer(corpus.mutants_app, name="mutants")
-app.command("corpus")(corpus.corpus)
 app.add_typer(pins.pins_app, name="pins")
 app.add_typer(backends.backend_app, name="backend")
 

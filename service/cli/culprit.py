@@ -52,23 +52,6 @@ def _print_culprits(doc: Culprits) -> None:
     out.print(table)
 
 
-def _corpus(as_json: bool) -> None:
-    from service.github.culprit_corpus import run_corpus
-
-    report = run_corpus()
-    if as_json:
-        print_json({
-            "top1": report.top1, "top3": report.top3,
-            "cases": [{"case": r.case.name, "expected_pr": r.case.expected_pr, "rank": r.rank,
-                       "top_score": r.top_score, "confidence": r.ranking.confidence.value}
-                      for r in report.results],
-        })
-    else:
-        out.print(escape(report.render()))
-    if report.misses:
-        raise typer.Exit(EXIT_FAILED)
-
-
 def _rank_run(settings: Settings, session: Session, run: Run, base: Run | None) -> Culprits:
     """The range of ``run`` (against ``base`` or its track's last green run) listed from
     GitHub and ranked against the run's classified failures."""
@@ -129,16 +112,12 @@ def culprit(
         typer.Option("--base-run", help="Compare against this run's torch (default: the "
                      "newest passed run of the same backend on the same track before RUN)."),
     ] = None,
-    corpus: Annotated[bool, typer.Option("--corpus", help="Score the ranking on the culprit corpus.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The regression range of RUN and its upstream commits ranked by how well they match
-    what the failures name, with the reasons; `--corpus` scores the ranking itself."""
-    if corpus:
-        _corpus(as_json)
-        return
+    what the failures name, with the reasons."""
     if run_id is None:
-        die("give a RUN, or --corpus")
+        die("give a RUN: a red run to find the upstream change for")
     from service.db import session_scope
 
     settings = load_settings()

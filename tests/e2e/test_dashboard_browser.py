@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.commands.log_chunks import append_log_chunk
 from service.models import Backend, Breakage, Failure, Run, Step
+from tests.support.factories import make_run
 from tests.support.live_server import LiveServer, shot
 
 pytestmark = pytest.mark.browser
@@ -145,9 +146,7 @@ def test_a_running_steps_log_grows_on_the_page_without_reload(  # type: ignore[n
     with Session(live.engine) as s, s.begin():
         backend = s.scalars(select(Backend)).first()
         assert backend is not None
-        run = Run(backend_id=backend.id, torch_spec="installed", state="running")
-        s.add(run)
-        s.flush()
+        run = make_run(s, backend, spec="installed", state="running")
         step = Step(run_id=run.id, name="test", status="running")
         s.add(step)
         s.flush()

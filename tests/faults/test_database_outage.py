@@ -25,11 +25,11 @@ from tests.support.faults import (
     ootci,
     pids_with,
     start_ootci,
-    wait_for,
     write_fault_backend,
 )
 from tests.support.helpers import RecordingDispatcher
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_until
 
 OUTAGE_S = 30.0
 
@@ -50,7 +50,7 @@ def test_a_30_s_database_cut_mid_build_keeps_the_verdict(
         runner = start_ootci(home, "run", "--torch", "installed", "--backend", str(backend),
                              log=tmp_path / "run.log", **env)
         try:
-            wait_for(lambda: len(pids_with(marker)) >= 2, 120, "the build")
+            wait_until(lambda: len(pids_with(marker)) >= 2, 120, "the build")
             proxy.cut()
             cut_at = time.monotonic()
             # The build prints ~50 KB/s through the outage and ends inside it: its step row

@@ -17,7 +17,7 @@ from service.commands.runs import get_or_create_backend
 from service.commands.torch_builds import record_torch_build
 from service.db import session_scope
 from service.models import Backend, Breakage, Failure, Run, TorchBuild
-from tests.support.helpers import add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
 
 RACERS = 12
 
@@ -73,8 +73,8 @@ def test_concurrent_runs_first_sighting_a_breakage_make_one_with_every_occurrenc
     engine: Engine,
 ) -> None:
     with session_scope(engine) as s:
-        backend = add_backend(s)
-        run_ids = [add_finished_run(s, backend).id for _ in range(RACERS)]
+        backend = make_backend(s)
+        run_ids = [make_finished_run(s, backend).id for _ in range(RACERS)]
 
     def record(s: Session, index: int) -> None:
         run = s.get_one(Run, run_ids[index])

@@ -3,8 +3,6 @@ sweep exactly once, and nothing of the killed attempt keeps running (checked by 
 
 from __future__ import annotations
 
-import socket
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -21,9 +19,11 @@ from tests.support.faults import (
     ootci,
     pids_with,
     start_ootci,
-    wait_for,
     write_fault_backend,
 )
+from tests.support.live_server import free_port
+from tests.support.processes import answers
+from tests.support.waiting import wait_until
 
 
 def _engine(home: Path) -> Engine:
@@ -52,12 +52,12 @@ def test_a_killed_ootci_run_leaves_no_build_behind_and_resume_finishes_it_once(
                          log=tmp_path / "run.log")
     try:
         # The build and the grandchild it started are running.
-        wait_for(lambda: len(pids_with(marker)) >= 3, 120, "the build and its grandchild")
+        wait_until(lambda: len(pids_with(marker)) >= 3, 120, "the build and its grandchild")
     finally:
         kill_9(runner)
     engine = _engine(home)
     # The build process dies with its parent (PR_SET_PDEATHSIG via bwrap/setpriv/preexec).
-    wait_for(lambda: not [p for p in pids_with(marker) if _is_build(p)], 10, "the build to die")
+    wait_until(lambda: not [p for p in pids_with(marker) if _is_build(p)], 10, "the build to die")
     survivors_now = pids_with(marker)
     run = _the_run(engine)
     assert (run.state, run.runner_pid) == ("running", runner.pid)
@@ -85,20 +85,6 @@ def test_a_killed_ootci_run_leaves_no_build_behind_and_resume_finishes_it_once(
     assert again.returncode == 0 and "nothing to resume" in again.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
-
-
 def test_a_killed_ootci_serve_run_is_taken_over_by_the_next_sweep_exactly_once(
     tmp_path: Path,
 ) -> None:
@@ -113,25 +99,25 @@ def test_a_killed_ootci_serve_run_is_taken_over_by_the_next_sweep_exactly_once(
     # A lease (10 min) far longer than the test waits: only the sweep's check of the dead
     # PID frees the run in time.
     settings = {"OOTCI_RUN_LEASE_S": "600", "OOTCI_EMBEDDED_SWEEP_S": "1"}
-    first_port, second_port = _free_port(), _free_port()
+    first_port, second_port = free_port(), free_port()
     first = start_ootci(home, "serve", "--port", str(first_port), log=tmp_path / "serve1.log",
                         **settings)
     second = None
     try:
         # The first server takes the queued run at start and builds.
-        wait_for(lambda: len(pids_with(marker)) >= 3, 120, "the first server's build")
+        wait_until(lambda: len(pids_with(marker)) >= 3, 120, "the first server's build")
         claimed_by = _the_run(engine).claimed_by
         assert claimed_by is not None and claimed_by.endswith(f":{first.pid}")
         # A second server on the same home leaves a run whose server lives alone ...
         second = start_ootci(home, "serve", "--port", str(second_port),
                              log=tmp_path / "serve2.log", **settings)
-        wait_for(lambda: _healthy(second_port), 60, "the second server")
+        wait_until(lambda: answers(f"http://127.0.0.1:{second_port}/healthz"), 60, "the second server")
         assert _the_run(engine).claimed_by == claimed_by
         kill_9(first)
-        wait_for(lambda: not [p for p in pids_with(marker) if _is_build(p)], 10, "the build to die")
+        wait_until(lambda: not [p for p in pids_with(marker) if _is_build(p)], 10, "the build to die")
         let_build_finish(backend)
         # ... and its periodic sweep takes the dead server's run over, once.
-        wait_for(lambda: _the_run(engine).state == "passed", 120, "the run to pass")
+        wait_until(lambda: _the_run(engine).state == "passed", 120, "the run to pass")
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:

@@ -16,7 +16,8 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Run, Step
-from tests.support.faults import pids_with, wait_for, write_fault_backend
+from tests.support.faults import pids_with, write_fault_backend
+from tests.support.waiting import wait_until
 from workers.pipeline import execute, run_context
 
 
@@ -37,14 +38,14 @@ def test_a_lost_lease_stops_the_attempt_and_kills_its_build(
         target=lambda: result.append(execute.execute_run(engine, settings, run_id, "w1"))
     )
     worker.start()
-    wait_for(lambda: pids_with(marker), 120, "the build")
+    wait_until(lambda: pids_with(marker), 120, "the build")
     with session_scope(engine) as s:
         # What a second worker's claim of an expired lease leaves.
         s.execute(update(Run).where(Run.id == run_id).values(claimed_by="w2"))
     worker.join(30)
     assert not worker.is_alive()
     assert result == [None]
-    wait_for(lambda: not pids_with(marker), 10, "the build and its grandchild to die")
+    wait_until(lambda: not pids_with(marker), 10, "the build and its grandchild to die")
     with session_scope(engine) as s:
         run = s.get_one(Run, run_id)
         assert (run.state, run.claimed_by, run.error) == ("running", "w2", None)

@@ -3,12 +3,10 @@ runs the real pipeline (the same ``execute_run`` the Celery task calls)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -22,9 +20,10 @@ from service.migrate import upgrade
 from tests.support.fake_torch import build_wheel
 from tests.support.file_server import serve_directory
 from tests.support.pyonly import write_pyonly_backend
+from tests.support.waiting import wait_until
+from tests.support.webhooks import FIXTURES, sign
 from workers.pipeline.execute import execute_run
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 SECRET = "in-process"
 
 
@@ -65,17 +64,19 @@ def _deliver_and_follow(
         "Content-Type": "application/json",
         "X-GitHub-Event": "repository_dispatch",
         "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": "sha256="
-        + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest(),
+        "X-Hub-Signature-256": sign(body, SECRET),
     }
     with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as client:
         resp = client.post("/webhooks/github", content=body, headers=headers)
         assert resp.status_code == 202, resp.text
         (run_id,) = resp.json()["run_ids"]
-        deadline = time.monotonic() + 120
-        while (run := client.get(f"/api/runs/{run_id}").json())["state"] in ("queued", "running"):
-            assert time.monotonic() < deadline, run
-            time.sleep(0.2)
+
+        def finished() -> dict[str, Any] | None:
+            run = client.get(f"/api/runs/{run_id}").json()
+            return None if run["state"] in ("queued", "running") else dict(run)
+
+        run = wait_until(finished, 120, lambda: f"run {run_id} to finish: "
+                         f"{client.get(f'/api/runs/{run_id}').json()}")
         assert run["state"] == "passed", run
         assert run["claimed_by"] is None and run["attempts"] == 1
         tests = client.get(f"/api/runs/{run_id}/tests").json()

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from evals.classifier.report import CaseResult
+from evals.classifier.runner import LiveConfig, run_live
+from evals.mutants import catalogue
+from evals.mutants.overlay import installed_torch_dir
 from service.config import Settings
 from service.db import make_engine
 from service.migrate import upgrade
-from workers.corpus import catalogue
-from workers.corpus.overlay import installed_torch_dir
-from workers.corpus.report import CaseResult
-from workers.corpus.runner import LiveConfig, run_live
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3 * 3600)]
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from evals.paths import CULPRIT_CASES
 from service.config import Settings
 from service.github.client import GitHubClient
 from service.github.errors import GitHubConfigError, GitHubUnavailable
@@ -457,10 +458,10 @@ def test_settings_configure_the_client(fake: FakeGitHub, sleeps: RecordedSleep) 
 
 # -- the culprit corpus through the adapter ----------------------------------------------------
 
-CULPRIT_CASES = sorted((Path(__file__).parents[1] / "fixtures" / "culprit").glob("*.json"))
+CASES = sorted(CULPRIT_CASES.glob("*.json"))
 
 
-@pytest.mark.parametrize("case_path", CULPRIT_CASES, ids=[p.stem for p in CULPRIT_CASES])
+@pytest.mark.parametrize("case_path", CASES, ids=[p.stem for p in CASES])
 def test_every_culprit_case_reads_back_through_pygithub_unchanged(
     fake: FakeGitHub, client: GitHubClient, case_path: Path
 ) -> None:

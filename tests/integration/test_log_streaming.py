@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +24,8 @@ from service.config import Settings
 from service.db import session_scope
 from service.models import LogChunk, Step
 from tests.support.live_server import free_port
-from tests.support.paths import REPO_ROOT
+from tests.support.processes import Processes, uvicorn_api
+from tests.support.waiting import wait_until
 from workers.pipeline.execute import execute_run
 
 pytestmark = pytest.mark.slow
@@ -78,27 +76,14 @@ def api(engine: Engine, tmp_path: Path) -> Iterator[str]:
         # Production's API dispatches through a broker; nothing is dispatched here.
         "OOTCI_BROKER_URL": "redis://127.0.0.1:6379/11",
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "service.api.app:app_factory", "--factory",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=REPO_ROOT, env=env,
-    )
+    processes = Processes(tmp_path / "api-logs")
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, "the API process exited"
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code < 500:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the API did not start"
-            time.sleep(0.2)
+        processes.start("api", uvicorn_api(port), env)
+        processes.wait_healthy("api", url + "/healthz", 60)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(20)
+        processes.stop()
 
 
 def _ticks(text: str) -> list[int]:
@@ -132,9 +117,9 @@ def test_a_running_log_is_followed_from_another_process(
         seen: list[list[int]] = []
         offset = 0
         followed = b""
-        deadline = time.monotonic() + 180
-        while len(seen) < 3 or len(seen[-1]) < 5:
-            assert time.monotonic() < deadline, seen
+
+        def three_growing_reads() -> bool:
+            nonlocal offset, followed
             assert worker.is_alive(), states
             resp = httpx.get(url, params={"offset": offset}, timeout=10)
             if resp.status_code == 200 and resp.content:
@@ -145,7 +130,10 @@ def test_a_running_log_is_followed_from_another_process(
                 ticks = _ticks(followed.decode())
                 if ticks and (not seen or ticks[-1] > seen[-1][-1]):
                     seen.append(ticks)
-            time.sleep(0.5)
+            return len(seen) >= 3 and len(seen[-1]) >= 5
+
+        wait_until(three_growing_reads, 180, lambda: f"the log to grow three times: {seen}",
+                   every=0.5)
         # Lines arrived in order, while the step ran, and masked.
         assert seen[-1] == list(range(1, seen[-1][-1] + 1))
         assert SECRET not in followed.decode() and "token=***" in followed.decode()

@@ -5,14 +5,11 @@ HTTP server speaking GitHub's REST API: delivered once through a 502, and a seco
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 from celery import Celery
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -21,8 +18,9 @@ from service.db import make_engine
 from service.migrate import upgrade
 from service.models import Breakage, OutboxMessage, OutboxState
 from tests.support.fake_github import FakeGitHub
-from tests.support.paths import REPO_ROOT
+from tests.support.processes import Processes, celery_worker
 from tests.support.upstream_rows import CASE, breakage_with_range
+from tests.support.waiting import empty_broker, wait_until
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -33,12 +31,7 @@ REDIS_URL = "redis://127.0.0.1:6379/7"
 
 @pytest.fixture
 def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> Iterator[Celery]:
-    broker = redis.Redis.from_url(REDIS_URL)
-    try:
-        broker.ping()
-    except redis.ConnectionError:
-        pytest.skip(f"Redis not reachable at {REDIS_URL}")
-    broker.flushdb()
+    broker = empty_broker(REDIS_URL)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
     env.update({
         "OOTCI_HOME": str(tmp_path / "home"),
@@ -47,31 +40,16 @@ def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> 
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
     })
-    log = (tmp_path / "worker.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool=solo",
-         "-Q", "ootci", "-n", "outbox@%h", "--loglevel=INFO", "--without-gossip",
-         "--without-mingle", "--without-heartbeat"],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    processes = Processes(tmp_path / "logs")
+    processes.start("worker", celery_worker("outbox", pool="solo", concurrency=None), env)
     client = Celery("ootci", broker=REDIS_URL)
     client.conf.task_default_queue = "ootci"
     try:
         yield client
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        processes.stop(grace_s=30)
         broker.flushdb()
-        print((tmp_path / "worker.log").read_text(errors="replace")[-4000:])
-
-
-def _wait(predicate: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        print(processes.tail())
 
 
 def test_a_worker_drains_the_outbox_once_through_a_502(
@@ -85,7 +63,7 @@ def test_a_worker_drains_the_outbox_once_through_a_502(
     fake_github.fail_with_5xx(times=1, status=502, method="POST", path=r"/issues/\d+/comments$")
 
     worker.send_task("ootci.github.drain_outbox")
-    _wait(lambda: fake_github.comments("pytorch/pytorch", 120969), 90, "the PR comment")
+    wait_until(lambda: fake_github.comments("pytorch/pytorch", 120969), 90, "the PR comment")
     worker.send_task("ootci.github.drain_outbox")  # a second drain finds nothing due
 
     def all_sent() -> bool:
@@ -93,7 +71,7 @@ def test_a_worker_drains_the_outbox_once_through_a_502(
             states = session.scalars(select(OutboxMessage.state)).all()
         return bool(states) and all(s == OutboxState.SENT for s in states)
 
-    _wait(all_sent, 60, "every outbox message sent")
+    wait_until(all_sent, 60, "every outbox message sent")
     time.sleep(2)  # room for the second drain to (wrongly) post again
     assert len(fake_github.comments("pytorch/pytorch", 120969)) == 1
     assert fake_github.labels("pytorch/pytorch", 120969) == ["module: PrivateUse1-break"]

@@ -24,7 +24,8 @@ from service.config import Settings
 from service.db import session_scope
 from service.github.client import GitHubClient
 from service.github.reporter import ReportSettings, drain
-from service.models import Backend, Breakage, PinReport, Run, RunState, TorchBuild
+from service.models import Backend, PinReport, Run, RunState, TorchBuild
+from tests.support.factories import make_backend, make_breakage, make_run, make_torch_build
 from tests.support.fake_github import FakeGitHub
 from tests.support.helpers import RecordingDispatcher
 from workers.jobs.pin_reports import make_weekly_reports
@@ -63,21 +64,16 @@ class History:
     def build(self, day: str) -> TorchBuild:
         if day not in self.builds:
             stamp = day.replace("-", "")
-            tb = TorchBuild(spec="nightly", source_kind="nightly", version=f"2.14.0.dev{stamp}+cpu",
-                            git_version=(stamp * 5)[:40], artifact_url=f"file:///idx/torch-{stamp}.whl",
-                            artifact_sha256="a" * 64, created_at=at(day))
-            self.session.add(tb)
-            self.session.flush()
-            self.builds[day] = tb
+            self.builds[day] = make_torch_build(
+                self.session, (stamp * 5)[:40], version=f"2.14.0.dev{stamp}+cpu",
+                artifact_url=f"file:///idx/torch-{stamp}.whl", artifact_sha256="a" * 64,
+                created_at=at(day))
         return self.builds[day]
 
     def run(self, backend: Backend, day: str, state: RunState, trigger: str = "nightly") -> Run:
-        run = Run(backend_id=backend.id, torch_spec="nightly", torch_build_id=self.build(day).id,
-                  state=state, trigger=trigger, trigger_info={"night": day}, created_at=at(day),
-                  finished_at=at(day))
-        self.session.add(run)
-        self.session.flush()
-        return run
+        return make_run(self.session, backend, torch_build_id=self.build(day).id, state=state,
+                        trigger=trigger, trigger_info={"night": day}, created_at=at(day),
+                        finished_at=at(day))
 
 
 @pytest.fixture
@@ -88,28 +84,25 @@ def seeded(engine: Engine, tmp_path: Path) -> Settings:
     openreg = write_backend(tmp_path / "openreg", "openreg", "nightly:2026-11-16", with_repo=True)
     strict = write_backend(tmp_path / "strict", "strict", "nightly:2026-11-18", with_repo=False)
     with session_scope(engine) as s:
-        a = Backend(name="openreg", source=str(openreg), recipe={})
-        b = Backend(name="strict", source=str(strict), recipe={})
-        s.add_all([a, b])
-        s.flush()
+        a = make_backend(s, "openreg", str(openreg))
+        b = make_backend(s, "strict", str(strict))
         h = History(s)
         for day in ("2026-11-16", "2026-11-20", "2026-11-23"):
             h.run(a, day, RunState.PASSED)
         red = h.run(a, "2026-11-24", RunState.FAILED)
         h.run(a, "2026-11-25", RunState.PASSED, trigger="cli")  # an experiment: not evidence
-        s.add(Breakage(backend_id=a.id, fingerprint="f" * 64, fingerprint_version=1,
-                       category="upstream", subtype="signature-changed", title="getStream const",
-                       first_seen_run_id=red.id, first_seen_at=at("2026-11-24"), culprits=[]))
+        make_breakage(s, a, fingerprint="f" * 64, title="getStream const",
+                      first_seen_run_id=red.id, first_seen_at=at("2026-11-24"), culprits=[])
         h.run(b, "2026-11-18", RunState.PASSED)
         first_red = h.run(b, "2026-11-19", RunState.FAILED)
         for day in ("2026-11-20", "2026-11-23", "2026-11-24"):
             h.run(b, day, RunState.FAILED)
-        s.add(Breakage(
-            backend_id=b.id, fingerprint="e" * 64, fingerprint_version=1, category="upstream",
+        make_breakage(
+            s, b, fingerprint="e" * 64,
             subtype="header-moved", title="c10/core/impl/DeviceGuardImplInterface.h moved",
             first_seen_run_id=first_red.id, first_seen_at=at("2026-11-19"),
             culprits=[{"pr": SUSPECT_PR, "sha": "c" * 40, "score": 0.91, "title": "Move guard headers"}],
-        ))
+        )
     return Settings(home=tmp_path / "home", database_url=str(engine.url), pins=["pip:torch==2.13.0"])
 
 

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from service.domain.states import StepStatus
-from workers.pipeline.env.provision import provision
-from workers.pipeline.env.resolve import parse_spec
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.build import build
@@ -18,16 +16,10 @@ from workers.pipeline.steps.recipe import load_recipe
 from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.testrun.runner import TestRunOptions, run_tests
 
+pytest_plugins = ["tests.support.installed_fixtures"]
 pytestmark = pytest.mark.slow
 
 BACKENDS = Path(__file__).resolve().parents[1] / "fixtures" / "backends"
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> TorchEnv:
-    root = tmp_path_factory.mktemp("installed")
-    with LogSink(root / "provision.log") as log:
-        return provision(parse_spec("installed"), root / "cache", log)
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_torch import BROKEN_INIT, build_wheel
+from tests.support.waiting import wait_until
 from workers.pipeline.cache.layout import STAMP
 from workers.pipeline.env.installer import Installer
 from workers.pipeline.env.provision import MARKER, provision
@@ -386,11 +387,9 @@ def _provision_in_thread(
 
 
 def _wait_for_line(log: Path, text: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while text not in (log.read_text() if log.exists() else ""):
-        assert time.monotonic() < deadline, f"{log}: no {text!r} in\n" + (
-            log.read_text() if log.exists() else "(no log)")
-        time.sleep(0.1)
+    wait_until(lambda: text in (log.read_text() if log.exists() else ""), timeout_s,
+               lambda: f"{log}: no {text!r} in\n" + (log.read_text() if log.exists() else "(no log)"),
+               every=0.1)
 
 
 @pytest.mark.slow

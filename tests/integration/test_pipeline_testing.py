@@ -4,77 +4,21 @@ abort, hang and fail, run through ``run_tests`` with the installed interpreter."
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from service.domain.states import StepStatus
-from workers.pipeline.env.provision import provision
-from workers.pipeline.env.resolve import parse_spec
+from tests.support.suites import make_suite, run
 from workers.pipeline.env.torch_env import TorchEnv
-from workers.pipeline.logs.sink import LogSink
-from workers.pipeline.steps.recipe import load_recipe
 from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.testrun.runner import (
     COLLECTION_NODEID,
     RESULTS_FILE,
     SESSION_EXIT_NODEID,
-    TestRunOptions,
-    run_tests,
 )
 
-TEST_COMMAND = (
-    '["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]'
-)
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> TorchEnv:
-    root = tmp_path_factory.mktemp("installed")
-    with LogSink(root / "provision.log") as log:
-        return provision(parse_spec("installed"), root / "cache", log)
-
-
-def make_suite(
-    root: Path, tests: dict[str, str], *, timeout_per_test: int = 60, command: str = TEST_COMMAND
-) -> Path:
-    suite = root / "suite"
-    (suite / "tests").mkdir(parents=True)
-    (suite / "pytest.ini").write_text("[pytest]\n")
-    (suite / "ootci.toml").write_text(
-        textwrap.dedent(
-            f"""\
-            [backend]
-            name = "synthetic"
-            [build]
-            command = ["true"]
-            [test]
-            command = {command}
-            timeout_per_test = {timeout_per_test}
-            """
-        )
-    )
-    for name, body in tests.items():
-        (suite / "tests" / name).write_text(textwrap.dedent(body))
-    return suite
-
-
-def run(
-    suite: Path, env: TorchEnv, tmp_path: Path, *, timeout_s: int = 300, **kwargs: object
-) -> TestRunOutcome:
-    with LogSink(tmp_path / "test.log") as log:
-        return run_tests(
-            load_recipe(suite),
-            env,
-            tmp_path / "work",
-            log,
-            TestRunOptions(
-                timeout_s=timeout_s,
-                per_test_timeout_s=kwargs.pop("per_test_timeout_s", 300),  # type: ignore[arg-type]
-                **kwargs,  # type: ignore[arg-type]
-            ),
-        )
+pytest_plugins = ["tests.support.installed_fixtures"]
 
 
 def outcomes(result: TestRunOutcome) -> dict[str, str]:

@@ -15,16 +15,14 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Run, TestResult
-from tests.integration.test_pipeline_testing import installed, make_suite, run
 from tests.support.pyonly import write_pyonly_backend
+from tests.support.suites import make_suite, run
 from workers.pipeline.execute import execute_run
 from workers.pipeline.isolation.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.testrun.runner import RESULTS_FILE
 
-pytest_plugins = ["tests.support.dirs"]
-
-__all__ = ["installed"]  # the module-scoped fixture, shared with the serial tests
+pytest_plugins = ["tests.support.dirs", "tests.support.installed_fixtures"]
 
 SUITE = {
     "test_a_plain.py": """

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,7 +30,8 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
-from tests.support.waiting import empty_broker
+from tests.support.processes import Processes, celery_worker
+from tests.support.waiting import empty_broker, wait_until
 from workers.pipeline.execute import execute_run
 from workers.pipeline.isolation import sandbox
 
@@ -368,31 +366,27 @@ def test_hostile_backend_is_contained_under_a_celery_worker(
             s, get_or_create_backend(s, "hostile", str(backend)), "installed", trigger="api"
         ).id
     worker_log = world_readable_dir / "worker.log"
-    with worker_log.open("wb") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-             "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", "hostile@%h",
-             "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=Path(__file__).resolve().parents[2], env=worker_env,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    started = time.monotonic()
+    processes = Processes(world_readable_dir)
     try:
+        worker = processes.start("worker", celery_worker("hostile", loglevel=None), worker_env)
+        started = time.monotonic()
         dispatcher = CeleryDispatcher(CELERY_REDIS_URL)
         dispatcher.enqueue_run(run_id)
         dispatcher.close()
-        state = ""
-        while time.monotonic() - started < 600:
+
+        def finished() -> str | None:
             with Session(engine) as s:
                 state = s.get_one(Run, run_id).state
             if state in ("failed", "passed", "errored"):
-                break
+                return state
             assert worker.poll() is None, worker_log.read_text()[-3000:]
-            time.sleep(1)
+            return None
+
+        state = wait_until(finished, 600, lambda: f"run {run_id} to finish\n{processes.tail(3000)}",
+                           every=1)
         elapsed = time.monotonic() - started
     finally:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait()
+        processes.kill()
         listener.close()
         broker.flushdb()
     assert state == "failed", (state, worker_log.read_text()[-3000:])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, ShardState, Step, TestResult, TestShard
+from tests.support.processes import Processes, celery_worker
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/9"
 LEASE_S = 60  # the smallest lease settings accept: the takeover test waits it out once
 
@@ -76,12 +75,14 @@ EXPECTED = {
 class Workers:
     db_url: str
     tmp_path: Path
-    logs: Path
-    procs: dict[str, subprocess.Popen[bytes]]
+    processes: Processes
+
+    @property
+    def procs(self) -> dict[str, subprocess.Popen[bytes]]:
+        return self.processes.procs
 
     def tail(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.logs.glob("*.log")))
+        return self.processes.tail()
 
 
 @pytest.fixture
@@ -92,7 +93,7 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
     upgrade(engine)
     engine.dispose()
     logs = tmp_path / "logs"
-    logs.mkdir()
+    processes = Processes(logs)
     env = {
         **os.environ,
         "OOTCI_HOME": str(tmp_path / "home"),
@@ -105,30 +106,15 @@ def workers(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Workers]:
         "OOTCI_RUN_LEASE_S": str(LEASE_S),
         "PYTHONUNBUFFERED": "1",
     }
-    procs = {}
-    for name in ("w1", "w2"):
-        log = (logs / f"worker-{name}.log").open("wb")
-        procs[name] = (subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-             "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"{name}@%h", "--loglevel=INFO",
-             "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        ))
     try:
+        for name in ("w1", "w2"):
+            processes.start(name, celery_worker(name), env, log=f"worker-{name}")
         wait_until(lambda: all(b"ready" in p.read_bytes() for p in logs.glob("worker-*.log"))
               and len(list(logs.glob("worker-*.log"))) == 2,
               60, lambda: "both workers to be ready")
-        yield Workers(fresh_postgres_url, tmp_path, logs, procs)
+        yield Workers(fresh_postgres_url, tmp_path, processes)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        processes.stop()
         broker.flushdb()
         broker.close()
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from evals.paths import CULPRIT_CASES
 from service.domain.pr_comment import MARKER
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
-from tests.support.paths import FIXTURES, REPO_ROOT
+from tests.support.paths import REPO_ROOT
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.slow
 REPO = "pytorch/pytorch"
 LABEL = "module: PrivateUse1-break"
 # The culprit corpus case whose hidden PR makes Allocator::allocate const (#120969).
-CASE = FIXTURES / "culprit" / "allocate-const.json"
+CASE = CULPRIT_CASES / "allocate-const.json"
 HEADER = "c10/core/Allocator.h"
 
 

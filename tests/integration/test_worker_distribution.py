@@ -10,14 +10,11 @@ tests distribution, not compilation.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 import http.server
 import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -39,13 +36,13 @@ from service.models import Run, RunState, TestResult
 from tests.support.fake_torch import build_wheel
 from tests.support.file_server import serve_directory
 from tests.support.live_server import free_port
+from tests.support.processes import Processes, celery_worker, uvicorn_api
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
+from tests.support.webhooks import FIXTURES, sign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "webhooks"
 REDIS_URL = "redis://127.0.0.1:6379/5"
 SECRET = "integration-secret"
 TOKEN = "integration-token"
@@ -87,39 +84,11 @@ class Stack:
     db_url: str
     backend_dir: Path
     gate: Path
-    logs: Path
-    procs: list[subprocess.Popen[bytes]]
+    processes: Processes
 
     def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"worker-{name}.log").open("wb")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.celery_app",
-                "worker",
-                "--pool=prefork",
-                "-c",
-                "1",
-                "-Q",
-                "ootci",
-                "-n",
-                f"{name}@%h",
-                "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=REPO,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: SIGKILL takes the pool child too
-        )
-        self.procs.append(proc)
-        return proc
+        # Its own process group: SIGKILL takes the pool child too.
+        return self.processes.start(name, celery_worker(name), self.env, log=f"worker-{name}")
 
     def trigger(self, torch: str) -> int:
         """Queue a run of the backend through the API, as a client would."""
@@ -138,7 +107,6 @@ class Stack:
         return dict(resp.json())
 
     def post_webhook(self, body: bytes, event: str) -> httpx.Response:
-        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         return httpx.post(
             f"{self.api}/webhooks/github",
             content=body,
@@ -146,17 +114,14 @@ class Stack:
                 "Content-Type": "application/json",
                 "X-GitHub-Event": event,
                 "X-GitHub-Delivery": str(uuid.uuid4()),
-                "X-Hub-Signature-256": signature,
+                "X-Hub-Signature-256": sign(body, SECRET),
                 "User-Agent": "GitHub-Hookshot/integration",
             },
             timeout=10,
         )
 
     def tail(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-            for p in sorted(self.logs.glob("*.log"))
-        )
+        return self.processes.tail(3000)
 
 
 @pytest.fixture
@@ -173,8 +138,6 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         get_or_create_backend(s, "pyonly", str(backend_dir))
     engine.dispose()
 
-    logs = tmp_path / "logs"
-    logs.mkdir()
     env = {
         **os.environ,
         "OOTCI_HOME": str(tmp_path / "home"),
@@ -189,48 +152,14 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         "PYTHONUNBUFFERED": "1",
     }
     port = free_port()
-    api_log = (logs / "api.log").open("wb")
-    api = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "service.api.app:app_factory",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=api_log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    st = Stack(f"http://127.0.0.1:{port}", env, fresh_postgres_url, backend_dir, gate, logs, [api])
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{st.api}/healthz", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
+    processes = Processes(tmp_path / "logs")
+    st = Stack(f"http://127.0.0.1:{port}", env, fresh_postgres_url, backend_dir, gate, processes)
     try:
-        wait_until(healthy, 30, lambda: "the API to be healthy")
+        processes.start("api", uvicorn_api(port), env)
+        processes.wait_healthy("api", f"{st.api}/healthz", 30)
         yield st
     finally:
-        for proc in st.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in st.procs:
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        processes.stop()
         broker.flushdb()
         broker.close()
 

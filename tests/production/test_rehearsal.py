@@ -14,13 +14,10 @@ Run with ``-s`` to see the timeline: seconds from the push to each event.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,9 +32,10 @@ from service.db import make_engine
 from service.migrate import upgrade
 from tests.support.git_repos import Remote, make_remote, push_payload
 from tests.support.live_server import free_port
-from tests.support.paths import REPO_ROOT
+from tests.support.processes import Processes, celery_worker, uvicorn_api
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
+from tests.support.webhooks import sign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -85,28 +83,26 @@ class Deployment:
     api: str
     base_env: dict[str, str]
     root: Path
-    logs: Path
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    processes: Processes
+
+    @property
+    def logs(self) -> Path:
+        return self.processes.logs
+
+    @property
+    def procs(self) -> dict[str, subprocess.Popen[bytes]]:
+        return self.processes.procs
 
     def env_for(self, machine: str) -> dict[str, str]:
         """One machine's environment: its own OOTCI_HOME (cache, work dir, git mirrors)."""
         return {**self.base_env, "OOTCI_HOME": str(self.root / machine)}
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"{name}.log").open("wb")
-        proc = subprocess.Popen(
-            argv, cwd=REPO_ROOT, env=self.env_for(name), stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: SIGKILL takes its pool too
-        )
-        self.procs[name] = proc
-        return proc
+        # Its own process group: SIGKILL takes its pool too.
+        return self.processes.start(name, argv, self.env_for(name))
 
     def start_worker(self, name: str) -> subprocess.Popen[bytes]:
-        return self.start(name, [
-            sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
-            "--pool=prefork", "-c", "1", "-Q", "ootci", "-n", f"{name}@%h", "--loglevel=INFO",
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
-        ])
+        return self.start(name, celery_worker(name))
 
     def get(self, path: str, **params: Any) -> httpx.Response:
         return httpx.get(f"{self.api}{path}", params=params, timeout=10)
@@ -118,16 +114,14 @@ class Deployment:
 
     def deliver(self, event: str, payload: dict[str, Any]) -> httpx.Response:
         body = json.dumps(payload).encode()
-        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         return httpx.post(f"{self.api}/webhooks/github", content=body, timeout=30, headers={
             "Content-Type": "application/json", "X-GitHub-Event": event,
-            "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": signature,
+            "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(body, SECRET),
             "User-Agent": "GitHub-Hookshot/rehearsal",
         })
 
     def tail(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.logs.glob("*.log")))
+        return self.processes.tail()
 
     def worker_of(self, claimed_by: str) -> str:
         """Which worker's process group holds the pid a claim names (``host:pid``)."""
@@ -145,8 +139,6 @@ def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
     upgrade(engine)
     engine.dispose()
 
-    logs = tmp_path / "logs"
-    logs.mkdir()
     base_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/root"),
@@ -163,30 +155,13 @@ def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
         "PYTHONUNBUFFERED": "1",
     }
     port = free_port()
-    dep = Deployment(f"http://127.0.0.1:{port}", base_env, tmp_path, logs)
-    dep.start("api", [sys.executable, "-m", "uvicorn", "service.api.app:app_factory",
-                      "--factory", "--host", "127.0.0.1", "--port", str(port),
-                      "--log-level", "warning"])
-
-    def healthy() -> bool:
-        try:
-            return dep.get("/healthz").status_code == 200
-        except httpx.HTTPError:
-            return False
-
+    dep = Deployment(f"http://127.0.0.1:{port}", base_env, tmp_path, Processes(tmp_path / "logs"))
     try:
-        wait_until(healthy, 60, lambda: f"the API to be healthy\n{dep.tail()}")
+        dep.start("api", uvicorn_api(port))
+        dep.processes.wait_healthy("api", f"{dep.api}/healthz", 60)
         yield dep
     finally:
-        for proc in dep.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in dep.procs.values():
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        dep.processes.stop()
         broker.flushdb()
         broker.close()
 

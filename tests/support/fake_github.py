@@ -1,7 +1,7 @@
 """A fake GitHub REST API on loopback: a real HTTP server PyGithub can be pointed at.
 
 It serves loaded data (repositories, commits, compare responses such as the recorded
-culprit cases under ``tests/fixtures/culprit/``), keeps state for the writes ootci makes
+culprit cases under ``evals/data/culprit/``), keeps state for the writes ootci makes
 (comments, labels, statuses, refs, file contents, pull requests), records every request,
 checks the token, and plays scripted faults (5xx, secondary and primary rate limits).
 
@@ -247,7 +247,7 @@ class FakeGitHub:
             state.compares[(base, head)] = response
 
     def load_compare_case(self, case: Mapping[str, Any] | Path, repo: str | None = None) -> tuple[str, str]:
-        """Load a case of the culprit corpus (tests/fixtures/culprit/): ``{"compare": <compare
+        """Load a case of the culprit corpus (evals/data/culprit/): ``{"compare": <compare
         response>, "commits": {sha: <commit response>}, "pulls": {sha: [<pull request>...]}
         (optional), "repository": "o/r" (optional)}``; other keys are ignored. Returns
         (base, head), the shas to compare."""

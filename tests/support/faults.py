@@ -8,8 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -124,16 +123,6 @@ def kill_9(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL and reap (a zombie still answers to its PID)."""
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
-
-
-def wait_for(condition: Callable[[], object], timeout: float, what: str, every: float = 0.2) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @contextlib.contextmanager

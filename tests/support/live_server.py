@@ -4,9 +4,9 @@ keeps)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from service.api.app import create_app
 from service.config import Settings
 from tests.support.helpers import RecordingDispatcher
 from tests.support.paths import REPO_ROOT
+from tests.support.waiting import wait_until
 
 ROOT = REPO_ROOT
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -39,24 +40,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(engine: Engine, tmp: Path, settings: Settings | None = None) -> Iterator[LiveServer]:
-    settings = settings or Settings(home=tmp / "home", database_url=str(engine.url))
-    app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on"))
+@contextlib.contextmanager
+def uvicorn_in_thread(config: uvicorn.Config) -> Iterator[str]:
+    """Serve ``config`` from a thread of this process until the block ends; yields the URL."""
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
+
+    def started() -> bool:
+        if not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
+        return bool(server.started)
+
     try:
-        yield LiveServer(f"http://127.0.0.1:{port}", engine)
+        wait_until(started, 20, "uvicorn to start", every=0.05)
+        yield f"http://{config.host}:{config.port}"
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def serve(engine: Engine, tmp: Path, settings: Settings | None = None) -> Iterator[LiveServer]:
+    settings = settings or Settings(home=tmp / "home", database_url=str(engine.url))
+    app = create_app(settings, dispatcher=RecordingDispatcher(), engine=engine)
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
+                            lifespan="on")
+    with uvicorn_in_thread(config) as url:
+        yield LiveServer(url, engine)
 
 
 def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]

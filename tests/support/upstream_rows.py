@@ -8,37 +8,28 @@ import json
 
 from sqlalchemy.orm import Session
 
+from evals.paths import CULPRIT_CASES
 from service.commands import culprits
-from service.models import Breakage, Failure, Run, RunState, TorchBuild
+from service.models import Breakage, Failure, RunState
 from service.queries.regression import range_for
-from tests.support.helpers import add_backend
-from tests.support.paths import FIXTURES
+from tests.support.factories import make_backend, make_breakage, make_run, make_torch_build
 
-CASE = FIXTURES / "culprit" / "allocate-const.json"
+CASE = CULPRIT_CASES / "allocate-const.json"
 REPO = "pytorch/pytorch"
 
 
 def breakage_with_range(session: Session, base: str, head: str) -> Breakage:
     """A red nightly whose build failed as the case's evidence says, after a green one."""
     case = json.loads(CASE.read_text())
-    backend = add_backend(session)
+    backend = make_backend(session)
     runs = []
     for git, state in ((base, RunState.PASSED), (head, RunState.FAILED)):
-        build = TorchBuild(spec="nightly", source_kind="nightly", version=f"2.14.0.dev+{git[:6]}",
-                           git_version=git)
-        session.add(build)
-        session.flush()
-        run = Run(backend_id=backend.id, torch_spec="nightly", torch_build_id=build.id, state=state)
-        session.add(run)
-        session.flush()
-        session.refresh(run)
-        runs.append(run)
+        build = make_torch_build(session, git, version=f"2.14.0.dev+{git[:6]}")
+        runs.append(make_run(session, backend, torch_build_id=build.id, state=state))
     finding = case["evidence"][0]["finding"]
-    breakage = Breakage(backend_id=backend.id, fingerprint=finding["fingerprint"], fingerprint_version=2,
-                        category="upstream", subtype=finding["subtype"], title="signature-changed: allocate",
-                        first_seen_run_id=runs[1].id, last_seen_run_id=runs[1].id, occurrences=1)
-    session.add(breakage)
-    session.flush()
+    breakage = make_breakage(session, backend, runs[1], fingerprint=finding["fingerprint"],
+                             fingerprint_version=2, subtype=finding["subtype"],
+                             title="signature-changed: allocate")
     session.add(Failure(run_id=runs[1].id, step_name="build", stage="build", line=finding["line"],
                         captures=finding["captures"], category="upstream", subtype=finding["subtype"],
                         fingerprint=finding["fingerprint"], finding=finding, breakage_id=breakage.id))

@@ -16,7 +16,8 @@ from service.db import session_scope
 from service.documents import run_detail
 from service.models import Run, RunState
 from service.queries.conformance import latest_per_backend, mechanism_history, previously_working
-from tests.support.helpers import RecordingDispatcher, add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
+from tests.support.helpers import RecordingDispatcher
 
 STREAMS_FAIL = "ootci_conformance/suite/test_streams.py::test_wait_stream_orders_work"
 FIRST = [
@@ -35,15 +36,15 @@ def _client(engine: Engine, tmp_path: Path) -> TestClient:
 def _seed(engine: Engine) -> tuple[int, int, int]:
     """feas: two runs (streams breaks in the second), tiny: one run without results."""
     with session_scope(engine) as s:
-        feas, tiny = add_backend(s, "feas"), add_backend(s, "tiny")
-        first = add_finished_run(s, feas, spec="pip:torch==2.13.0")
+        feas, tiny = make_backend(s, "feas"), make_backend(s, "tiny")
+        first = make_finished_run(s, feas, spec="pip:torch==2.13.0")
         record_conformance(s, first.id, "feas", FIRST)
-        second = add_finished_run(s, feas, spec="pip:torch==2.14.1")
+        second = make_finished_run(s, feas, spec="pip:torch==2.14.1")
         record_conformance(s, second.id, "feas", [
             MechanismCounts("device", "required", 8, 1, 0, ("d::broke",)),
             MechanismCounts("streams", "recommended", 5, 0, 0, ()),
         ])
-        plain = add_finished_run(s, tiny)
+        plain = make_finished_run(s, tiny)
         for run in (first, second, plain):
             run.transition(RunState.PASSED)
         return first.id, second.id, plain.id

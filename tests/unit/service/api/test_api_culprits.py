@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 from service.api.app import create_app
 from service.commands import culprits, outbox
 from service.config import Settings
-from service.models import Breakage, OutboxKind, OutboxMessage
-from tests.support.helpers import RecordingDispatcher, add_backend
+from service.models import OutboxKind, OutboxMessage
+from tests.support.factories import make_backend, make_breakage
+from tests.support.helpers import RecordingDispatcher
 from tests.support.upstream_rows import breakage_with_range
 
 BASE, HEAD = "a" * 40, "b" * 40
@@ -67,12 +68,10 @@ def test_breakage_page_shows_the_range_the_reasons_and_the_comment_link(
 
 def test_no_range_is_said_plainly_not_guessed(client: TestClient, engine: Engine) -> None:
     with Session(engine) as session:
-        backend = add_backend(session, "lonely")
-        breakage = Breakage(backend_id=backend.id, fingerprint="f", fingerprint_version=1,
-                            category="upstream", subtype="header-moved", title="t",
-                            range_note="no passed run of this backend on track nightly before run #3",
-                            culprits_note="no suspect: no passed run of this backend")
-        session.add(breakage)
+        backend = make_backend(session, "lonely")
+        breakage = make_breakage(session, backend, fingerprint="f", subtype="header-moved",
+                                 range_note="no passed run of this backend on track nightly before run #3",
+                                 culprits_note="no suspect: no passed run of this backend")
         session.commit()
         breakage_id = breakage.id
     doc = client.get(f"/api/breakages/{breakage_id}/culprits").json()

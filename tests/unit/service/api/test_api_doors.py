@@ -15,7 +15,8 @@ from service.api.app import create_app
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, TestResult
-from tests.support.helpers import RecordingDispatcher, add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
+from tests.support.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-door-tests"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -37,7 +38,7 @@ def client(
     engine: Engine, settings: Settings, dispatcher: RecordingDispatcher
 ) -> Iterator[TestClient]:
     with session_scope(engine) as s:
-        add_backend(s, "acme")
+        make_backend(s, "acme")
     with TestClient(create_app(settings, dispatcher=dispatcher, engine=engine)) as c:
         yield c
 
@@ -78,7 +79,7 @@ def test_operator_setting_lets_the_api_run_any_spec(
     engine: Engine, settings: Settings, dispatcher: RecordingDispatcher
 ) -> None:
     with session_scope(engine) as s:
-        add_backend(s, "acme")
+        make_backend(s, "acme")
     permissive = settings.model_copy(update={"api_allow_any_torch_spec": True})
     with TestClient(create_app(permissive, dispatcher=dispatcher, engine=engine)) as c:
         body = {"backend": "acme", "torch": "path:/srv/torch-overlay"}
@@ -90,8 +91,8 @@ def test_api_rerun_of_a_cli_path_run_is_refused(
 ) -> None:
     """A CLI user's path: run failed; the token holder may not have the worker repeat it."""
     with session_scope(engine) as s:
-        backend = add_backend(s, "other")
-        run = add_finished_run(s, backend, spec="path:/home/dev/torch", build_log=b"boom\n")
+        backend = make_backend(s, "other")
+        run = make_finished_run(s, backend, spec="path:/home/dev/torch", build_log=b"boom\n")
         run.state = RunState.FAILED
         s.add(TestResult(run_id=run.id, nodeid="t.py::x", suite="t", outcome="failed"))
         run_id = run.id

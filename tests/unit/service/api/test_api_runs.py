@@ -24,7 +24,6 @@ from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import (
-    Breakage,
     Failure,
     Run,
     RunState,
@@ -32,8 +31,8 @@ from service.models import (
     Step,
     StepStatus,
     TestResult,
-    TorchBuild,
 )
+from tests.support.factories import make_breakage, make_torch_build
 from tests.support.helpers import RecordingDispatcher
 
 TOKEN = "t0ken-for-tests"
@@ -56,22 +55,14 @@ def seed(engine: Engine, tmp_path: Path) -> Seeded:
     with session_scope(engine) as s:
         openreg = get_or_create_backend(s, "torch_openreg", "/srv/openreg")
         acme = get_or_create_backend(s, "acme", "/srv/acme")
-        b13 = TorchBuild(
-            spec="pip:torch==2.13.0",
-            source_kind=SourceKind.PIP,
-            version="2.13.0",
-            git_version="a" * 40,
+        b13 = make_torch_build(
+            s, "a" * 40, spec="pip:torch==2.13.0", source_kind=SourceKind.PIP, version="2.13.0",
             created_at=T0,
         )
-        nightly = TorchBuild(
-            spec="nightly",
-            source_kind=SourceKind.NIGHTLY,
-            version="2.15.0.dev20261120",
-            git_version="b" * 40,
+        nightly = make_torch_build(
+            s, "b" * 40, source_kind=SourceKind.NIGHTLY, version="2.15.0.dev20261120",
             created_at=T0 + dt.timedelta(hours=1),
         )
-        s.add_all([b13, nightly])
-        s.flush()
 
         def finished(backend, build, state, verdict=None, subtype=None, hours=0):  # type: ignore[no-untyped-def]
             run = create_run(
@@ -123,19 +114,10 @@ def seed(engine: Engine, tmp_path: Path) -> Seeded:
             )
             for i in range(12)
         )
-        breakage = Breakage(
-            backend_id=openreg.id,
-            fingerprint="f" * 64,
-            fingerprint_version=1,
-            category="upstream",
-            subtype="signature-changed",
-            title="getStream marked override but does not override",
-            first_seen_run_id=failed.id,
-            last_seen_run_id=failed.id,
-            occurrences=2,
+        breakage = make_breakage(
+            s, openreg, failed, fingerprint="f" * 64,
+            title="getStream marked override but does not override", occurrences=2,
         )
-        s.add(breakage)
-        s.flush()
         for nodeid in ("tests/test_guard.py::test_stream", "tests/test_guard.py::test_event"):
             s.add(
                 Failure(

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
@@ -22,7 +20,7 @@ from service.api.headers import STRICT_CSP
 from service.config import Settings
 from service.dispatch import CeleryDispatcher
 from tests.support.helpers import RecordingDispatcher
-from tests.support.live_server import free_port
+from tests.support.live_server import free_port, uvicorn_in_thread
 from tests.support.paths import REPO_ROOT
 
 PASSWORD = "s3cret-pw-do-not-print"
@@ -74,18 +72,11 @@ def test_a_host_the_operator_does_not_serve_is_refused(engine: Engine, tmp_path:
         assert page.status_code == 200 and "evil.example" not in page.text
 
 
-def _live(app_settings: Settings, engine: Engine) -> tuple[uvicorn.Server, threading.Thread, str]:
+def _live(app_settings: Settings, engine: Engine) -> contextlib.AbstractContextManager[str]:
     app = create_app(app_settings, dispatcher=RecordingDispatcher(), engine=engine)
-    port = free_port()
-    config = uvicorn_config(app_settings, app, "127.0.0.1", port)
+    config = uvicorn_config(app_settings, app, "127.0.0.1", free_port())
     config.log_level = "warning"
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return server, thread, f"http://127.0.0.1:{port}"
+    return uvicorn_in_thread(config)
 
 
 @pytest.mark.parametrize("proxies", [[], ["127.0.0.1"]], ids=["no-proxy", "local-proxy"])
@@ -93,12 +84,8 @@ def test_forwarded_headers_are_believed_only_from_configured_proxies(
     engine: Engine, tmp_path: Path, proxies: list[str]
 ) -> None:
     settings = Settings(home=tmp_path, forwarded_allow_ips=proxies)
-    server, thread, url = _live(settings, engine)
-    try:
+    with _live(settings, engine) as url:
         page = httpx.get(url + "/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
-    finally:
-        server.should_exit = True
-        thread.join(10)
     assert page.status_code == 200
     links_https = "https://127.0.0.1" in page.text
     assert links_https == bool(proxies)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from service.api.logs import LogSlice, read_log
 from service.db import session_scope
 from service.models import Step, StepStatus
-from tests.support.helpers import add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
 
 LOG = b"".join(b"[%07d] compiling unit%d.cpp -O2 -fPIC\n" % (i, i) for i in range(1_600_000))
 COMPRESSED = len(zlib.compress(LOG, 6))
@@ -29,7 +29,7 @@ READ_BUDGET = COMPRESSED + 4 * 1024 * 1024
 
 def stored_step(engine: Engine, *, with_tail: bool = True) -> int:
     with session_scope(engine) as s:
-        run = add_finished_run(s, add_backend(s))
+        run = make_finished_run(s, make_backend(s))
         step = run.steps[0]
         step.status = StepStatus.PASSED
         step.store_log(LOG)

@@ -18,7 +18,7 @@ from service.db import session_scope
 from service.domain.states import Outcome, StepStatus
 from service.domain.verdict import severity_rank
 from service.models import Breakage, Run, RunState, Step, TestResult, TorchBuild, utcnow
-from tests.support.helpers import add_backend
+from tests.support.factories import make_backend
 from tests.unit.service.api.test_pages import client_for
 from tests.unit.service.cli.test_cli_errors import ootci
 from workers.pipeline.steps.outcome import StepOutcome
@@ -45,7 +45,7 @@ def _torch(engine: Engine, spec: str, version: str, git: str) -> int:
 def _night(engine: Engine, torch_build_id: int, sha: str, outcomes: dict[str, Outcome]) -> int:
     """One run of the backend through the real collect step."""
     with session_scope(engine) as s:
-        backend = s.scalar(select(Run.backend_id).limit(1)) or add_backend(s, "acme").id
+        backend = s.scalar(select(Run.backend_id).limit(1)) or make_backend(s, "acme").id
         tb = s.get_one(TorchBuild, torch_build_id)
         run = Run(backend_id=backend, torch_spec=tb.spec, torch_build_id=tb.id, backend_sha=sha,
                   state=RunState.RUNNING, started_at=utcnow())

@@ -6,7 +6,6 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -28,6 +27,7 @@ from service.models import (
     TestResult,
     TorchBuild,
 )
+from tests.support.factories import make_backend, make_breakage, make_run, make_torch_build
 from tests.support.seed import SeedRefused, SeedSpec, seed_database
 
 
@@ -200,20 +200,9 @@ def test_status_json_reports_steps(seeded: TestClient, engine: Engine) -> None:
     assert seeded.get("/runs/999999/status.json").status_code == 404
 
 
-def _add_run(s: Session, backend_name: str, **fields: Any) -> Run:
-    """A run of a new backend, flushed so that it has its id."""
-    backend = Backend(name=backend_name, source="/src")
-    s.add(backend)
-    s.flush()
-    run = Run(backend_id=backend.id, **fields)
-    s.add(run)
-    s.flush()
-    return run
-
-
 def _run_with_log(engine: Engine, lines: int) -> int:
     with Session(engine) as s, s.begin():
-        run = _add_run(s, "logs", torch_spec="installed", state="failed")
+        run = make_run(s, make_backend(s, "logs", "/src"), spec="installed", state="failed")
         step = Step(run_id=run.id, name="build", status="failed")
         step.store_log("".join(f"line {i}\n" for i in range(1, lines + 1)).encode())
         s.add(step)
@@ -240,7 +229,7 @@ def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
 ) -> None:
     written = "".join(f"line {i}\n" for i in range(1, 1201)) + "compiling unit 12"  # mid-line
     with Session(engine) as s, s.begin():
-        run = _add_run(s, "live", torch_spec="installed", state="running")
+        run = make_run(s, make_backend(s, "live", "/src"), spec="installed", state="running")
         step = Step(run_id=run.id, name="build", status="running", log_path="/elsewhere/build.log")
         s.add(step)
         s.flush()
@@ -271,9 +260,9 @@ def test_a_running_steps_log_opens_at_its_end_and_says_where_to_follow(
 def test_a_run_waiting_to_be_retried_says_when(client: TestClient, engine: Engine) -> None:
     retry_at = dt.datetime(2026, 11, 26, 4, 30, tzinfo=dt.UTC)
     with Session(engine) as s, s.begin():
-        run_id = _add_run(
-            s, "retry", torch_spec="nightly", state="queued", attempts=1, retry_at=retry_at,
-            error="infra error on attempt 1 of 3, retrying in 300 s: x",
+        run_id = make_run(
+            s, make_backend(s, "retry", "/src"), spec="nightly", state="queued", attempts=1,
+            retry_at=retry_at, error="infra error on attempt 1 of 3, retrying in 300 s: x",
         ).id
     html = client.get(f"/runs/{run_id}").text
     assert re.search(r"<dt>Attempts</dt><dd>1 · <span id=\"retry-at\">retried after an "
@@ -288,7 +277,8 @@ def test_a_run_waiting_to_be_retried_says_when(client: TestClient, engine: Engin
 def test_a_reruns_test_list_is_counted_and_folded(client: TestClient, engine: Engine) -> None:
     failed = [f"tests/test_ops.py::test_case_{i}" for i in range(40)]
     with Session(engine) as s, s.begin():
-        run_id = _add_run(s, "reruns", torch_spec="nightly", state="queued", trigger="rerun",
+        run_id = make_run(s, make_backend(s, "reruns", "/src"), spec="nightly", state="queued",
+                          trigger="rerun",
                           trigger_info={"rerun_of": 7, "failed_tests": failed}).id
     html = client.get(f"/runs/{run_id}").text
     assert "rerun · rerun_of=7" in html
@@ -377,30 +367,21 @@ def test_everything_from_logs_tests_and_webhooks_is_escaped(
     now = dt.datetime(2026, 11, 20, 3, tzinfo=dt.UTC)
     nodeid = f"tests/test_evil.py::test_{XSS}"
     with Session(engine) as s, s.begin():
-        backend = Backend(name="evil", source="/src")
-        build = TorchBuild(spec="nightly", source_kind="nightly", version="2.14.0.dev1",
-                           git_version="abc")
-        s.add_all([backend, build])
-        s.flush()
-        run = Run(backend_id=backend.id, torch_spec="nightly", torch_build_id=build.id,
-                  state="failed", trigger="webhook", created_at=now, verdict="upstream",
-                  verdict_reason=XSS,
-                  trigger_info={"pr_title": XSS, "sender": "<img src=x onerror=alert(1)>"})
-        s.add(run)
-        s.flush()
+        backend = make_backend(s, "evil", "/src")
+        build = make_torch_build(s, "abc", version="2.14.0.dev1")
+        run = make_run(s, backend, torch_build_id=build.id, state="failed", trigger="webhook",
+                       created_at=now, verdict="upstream", verdict_reason=XSS,
+                       trigger_info={"pr_title": XSS, "sender": "<img src=x onerror=alert(1)>"})
         step = Step(run_id=run.id, name="test", status="failed")
         step.store_log(f"collected 1 item\n{XSS}\nFAILED\n".encode())
         s.add(step)
         s.add(TestResult(run_id=run.id, nodeid=nodeid, suite="test_evil", outcome="failed",
                          message=XSS))
-        breakage = Breakage(backend_id=backend.id, fingerprint="f", fingerprint_version=1,
-                            category="upstream", subtype="test-regression", title=XSS,
-                            captures={"symbol": XSS}, first_seen_run_id=run.id,
-                            last_seen_run_id=run.id, first_seen_at=now, last_seen_at=now,
-                            occurrences=1, culprits=[{"pr": 1, "title": XSS, "reasons": [XSS],
-                                                      "sha": "abc", "score": 0.5}])
-        s.add(breakage)
-        s.flush()
+        breakage = make_breakage(s, backend, run, fingerprint="f", subtype="test-regression",
+                                 title=XSS, captures={"symbol": XSS}, first_seen_at=now,
+                                 last_seen_at=now, culprits=[{"pr": 1, "title": XSS,
+                                                              "reasons": [XSS], "sha": "abc",
+                                                              "score": 0.5}])
         s.add(Failure(run_id=run.id, step_name="test", stage="test", nodeid=nodeid, line=XSS,
                       line_no=2, captures={"symbol": XSS}, category="upstream",
                       subtype="test-regression", rule="pytest.assertion", triage="upstream",
@@ -495,13 +476,8 @@ def test_seed_is_deterministic_and_its_evidence_points_into_the_logs(
 
 def test_a_queued_run_without_a_resolved_torch(client: TestClient, engine: Engine) -> None:
     with Session(engine) as s, s.begin():
-        backend = Backend(name="fresh", source="/src")
-        s.add(backend)
-        s.flush()
-        run = Run(backend_id=backend.id, torch_spec="pip:torch==2.99.0", state="queued",
-                  trigger="api")
-        s.add(run)
-        s.flush()
+        run = make_run(s, make_backend(s, "fresh", "/src"), spec="pip:torch==2.99.0",
+                       state="queued", trigger="api")
         run_id = run.id
     rows = matrix_rows(client.get("/").text)
     assert set(rows) == {"pip:torch==2.99.0"}

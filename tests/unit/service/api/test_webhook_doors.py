@@ -19,7 +19,7 @@ from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, RunState, WebhookDelivery
-from tests.unit.service.api.test_webhooks import (
+from tests.support.webhooks import (
     SECRET,
     CommitCheckingDispatcher,
     counts,

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from service.api.app import create_app
@@ -22,30 +19,14 @@ from service.commands.runs import get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import Run, SourceKind, TorchBuild, WebhookDelivery
-from tests.support import paths as support_paths
-
-FIXTURES = support_paths.FIXTURES / "webhooks"
-SECRET = "It's a Secret to Everybody"
-
-
-class CommitCheckingDispatcher:
-    """Records enqueued runs, and checks each is already committed when it arrives (a
-    worker in another process must be able to read the row)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.enqueued: list[int] = []
-
-    def enqueue_run(self, run_id: int) -> None:
-        with Session(self.engine) as fresh:
-            assert fresh.get(Run, run_id) is not None, f"run {run_id} enqueued before commit"
-        self.enqueued.append(run_id)
-
-    def check(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
+from tests.support.webhooks import (
+    SECRET,
+    CommitCheckingDispatcher,
+    counts,
+    fixture_body,
+    post,
+    sign,
+)
 
 
 @pytest.fixture
@@ -77,41 +58,6 @@ def client(
 
 
 PR_WHEELS = "https://pr-builds.example.org"
-
-
-def fixture_body(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def sign(body: bytes, secret: str = SECRET) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def post(
-    client: TestClient,
-    body: bytes,
-    event: str | None,
-    *,
-    delivery: str | None = None,
-    signature: str | None = "auto",
-) -> Any:
-    headers = {"Content-Type": "application/json"}
-    if event is not None:
-        headers["X-GitHub-Event"] = event
-    headers["X-GitHub-Delivery"] = delivery or str(uuid.uuid4())
-    if signature == "auto":
-        headers["X-Hub-Signature-256"] = sign(body)
-    elif signature is not None:
-        headers["X-Hub-Signature-256"] = signature
-    return client.post("/webhooks/github", content=body, headers=headers)
-
-
-def counts(engine: Engine) -> tuple[int, int]:
-    with Session(engine) as s:
-        return (
-            s.scalar(select(func.count(Run.id))) or 0,
-            s.scalar(select(func.count(WebhookDelivery.id))) or 0,
-        )
 
 
 def test_signature_helper_matches_githubs_documented_example() -> None:

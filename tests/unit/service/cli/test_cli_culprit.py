@@ -1,5 +1,5 @@
-"""`ootci culprit` and `ootci report` as a user meets them: the corpus score, and one
-clear line with exit 2 for what cannot be answered."""
+"""`ootci culprit` and `ootci report` as a user meets them: one clear line with exit 2 for
+what cannot be answered. (The culprit corpus score: tests/unit/evals/test_evals_cli.py.)"""
 
 from __future__ import annotations
 
@@ -11,16 +11,8 @@ from sqlalchemy.orm import Session
 from service.db import make_engine
 from service.migrate import upgrade
 from service.models import Run, RunState
-from tests.support.helpers import add_backend
-from tests.unit.service.cli.test_cli_errors import ootci
-
-
-def test_corpus_meets_the_accuracy_bar_and_lists_every_case(tmp_path: Path) -> None:
-    proc = ootci(tmp_path, "culprit", "--corpus", "--json")
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    assert doc["top1"] >= 0.8 and doc["top3"] == 1.0
-    assert len(doc["cases"]) >= 12
+from tests.support.cli import ootci
+from tests.support.factories import make_backend, make_run
 
 
 def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -29,15 +21,14 @@ def test_unanswerable_questions_are_one_line_and_exit_2(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{db}")
     upgrade(engine)
     with Session(engine) as session:
-        ours, theirs = add_backend(session, "ours"), add_backend(session, "theirs")
-        red = Run(backend_id=ours.id, torch_spec="nightly", state=RunState.FAILED)
-        other = Run(backend_id=theirs.id, torch_spec="nightly", state=RunState.PASSED)
-        session.add_all([red, other])
+        ours, theirs = make_backend(session, "ours"), make_backend(session, "theirs")
+        red = make_run(session, ours, state=RunState.FAILED)
+        other = make_run(session, theirs, state=RunState.PASSED)
         session.commit()
         red_id, other_id = red.id, other.id
     engine.dispose()
     for args, said in [
-        (("culprit",), "give a RUN, or --corpus"),
+        (("culprit",), "give a RUN"),
         (("culprit", "999"), "no run 999"),
         (("culprit", str(red_id)), f"run {red_id}: no regression range"),
         (("culprit", str(red_id), "--base-run", str(other_id)), "of another backend"),
@@ -54,7 +45,7 @@ def test_a_passed_run_has_no_culprit_and_says_so_with_exit_0(tmp_path: Path) -> 
     engine = make_engine(f"sqlite:///{db}")
     upgrade(engine)
     with Session(engine) as session:
-        green = Run(backend_id=add_backend(session).id, torch_spec="nightly",
+        green = Run(backend_id=make_backend(session).id, torch_spec="nightly",
                     state=RunState.PASSED, verdict="compatible")
         session.add(green)
         session.commit()

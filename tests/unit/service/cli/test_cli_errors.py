@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,18 +9,7 @@ from sqlalchemy import func, inspect, select
 
 from service.db import make_engine
 from service.models import Run
-from tests.support.paths import REPO_ROOT
-
-ROOT = REPO_ROOT
-
-
-def ootci(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"OOTCI_HOME": str(tmp_path / "home"), "COLUMNS": "200", **env})
-    return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args],
-        cwd=ROOT, env=environ, capture_output=True, text=True, timeout=300,
-    )
+from tests.support.cli import ootci
 
 
 def runs_in(tmp_path: Path) -> int:

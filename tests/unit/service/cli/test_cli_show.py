@@ -3,27 +3,15 @@ looks like rich markup (``[category/subtype]``, node ids with parameters in brac
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from service.commands.runs import create_run, get_or_create_backend
 from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Failure, RunState, Step, StepStatus, TestResult
-from tests.support.paths import REPO_ROOT
+from tests.support.cli import ootci_at
 
 NODEID = "tests/test_ops.py::test_add[float32-openreg:0]"
-
-
-def _ootci(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200"})
-    return subprocess.run(
-        [sys.executable, "-m", "service.cli", *args],
-        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=120,
-    )
 
 
 def _failed_run(home: Path) -> int:
@@ -51,7 +39,7 @@ def _failed_run(home: Path) -> int:
 
 def test_show_prints_failures_and_log_tail_verbatim(tmp_path: Path) -> None:
     run_id = _failed_run(tmp_path)
-    proc = _ootci(tmp_path, "show", str(run_id))
+    proc = ootci_at(tmp_path, "show", str(run_id))
     assert proc.returncode == 0, proc.stderr
     # Triage's verdict, never the rule's category, which is only its suggestion.
     assert (f"{NODEID} [upstream/signature-changed] rule=type-error (the rule suggests "
@@ -63,6 +51,6 @@ def test_show_prints_failures_and_log_tail_verbatim(tmp_path: Path) -> None:
 
 def test_runs_lists_the_run_with_its_verdict(tmp_path: Path) -> None:
     run_id = _failed_run(tmp_path)
-    proc = _ootci(tmp_path, "runs")
+    proc = ootci_at(tmp_path, "runs")
     assert proc.returncode == 0, proc.stderr
     assert f"│ {run_id} " in proc.stdout and "upstream" in proc.stdout and "installed" in proc.stdout

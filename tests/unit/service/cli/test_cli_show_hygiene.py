@@ -12,7 +12,7 @@ from service.commands.runs import create_run, get_or_create_backend
 from service.db import make_engine, session_scope
 from service.migrate import upgrade
 from service.models import Failure, RunState, Step, StepStatus
-from tests.unit.service.cli.test_cli_show import _ootci
+from tests.support.cli import ootci_at
 
 HOSTILE_LOG = (
     b"compiling\n"
@@ -44,7 +44,7 @@ def _hostile_run(home: Path) -> int:
 
 
 def test_show_strips_control_characters_from_logs_and_failures(tmp_path: Path) -> None:
-    proc = _ootci(tmp_path, "show", str(_hostile_run(tmp_path)))
+    proc = ootci_at(tmp_path, "show", str(_hostile_run(tmp_path)))
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\r" not in proc.stdout
     assert "\x9b" not in proc.stdout
@@ -55,13 +55,13 @@ def test_show_strips_control_characters_from_logs_and_failures(tmp_path: Path) -
 
 @pytest.mark.parametrize("value", ["-5", "1000000", "many"])
 def test_show_refuses_a_bad_log_lines_with_usage_exit(tmp_path: Path, value: str) -> None:
-    proc = _ootci(tmp_path, "show", str(_hostile_run(tmp_path)), "--log-lines", value)
+    proc = ootci_at(tmp_path, "show", str(_hostile_run(tmp_path)), "--log-lines", value)
     assert proc.returncode == 2
     assert "--log-lines" in proc.stderr
 
 
 def test_show_with_zero_log_lines_prints_no_log(tmp_path: Path) -> None:
-    proc = _ootci(tmp_path, "show", str(_hostile_run(tmp_path)), "--log-lines", "0")
+    proc = ootci_at(tmp_path, "show", str(_hostile_run(tmp_path)), "--log-lines", "0")
     assert proc.returncode == 0, proc.stderr
     assert "last line" not in proc.stdout
 

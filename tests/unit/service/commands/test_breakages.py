@@ -18,7 +18,8 @@ from service.models import (
     RunState,
     TorchBuild,
 )
-from tests.support.helpers import add_backend, add_finished_run, fixture_log
+from tests.support.factories import make_backend, make_finished_run
+from tests.support.helpers import fixture_log
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.verdict.collect import collect
@@ -32,8 +33,8 @@ PASSED_TESTS = TestRunOutcome(StepOutcome(StepStatus.PASSED, 0), ())
 
 def _night(engine: Engine, log: str | None, sha: str = "b" * 40) -> int:
     with session_scope(engine) as s:
-        b = s.scalar(select(Backend).limit(1)) or add_backend(s)
-        run = add_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
+        b = s.scalar(select(Backend).limit(1)) or make_backend(s)
+        run = make_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
         state = collect(s, run, FAILED_BUILD if log else PASSED_BUILD,
                         None if log else PASSED_TESTS, SETTINGS, lambda _t: None)
         run.transition(state)
@@ -93,12 +94,12 @@ def test_reclassify_rewrites_stale_verdicts_and_regroups(engine: Engine) -> None
 def _torch_night(engine: Engine, version: str, git: str, sha: str, log: str | None) -> int:
     """A nightly of torch ``version`` built from ``git``, the backend at ``sha``."""
     with session_scope(engine) as s:
-        b = s.scalar(select(Backend).limit(1)) or add_backend(s)
+        b = s.scalar(select(Backend).limit(1)) or make_backend(s)
         tb = s.scalar(select(TorchBuild).where(TorchBuild.git_version == git)) or TorchBuild(
             spec="nightly", source_kind="nightly", version=version, git_version=git)
         s.add(tb)
         s.flush()
-        run = add_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
+        run = make_finished_run(s, b, build_log=fixture_log(log) if log else None, sha=sha)
         run.torch_build_id = tb.id
         s.flush()
         s.refresh(run)

@@ -8,41 +8,15 @@ from sqlalchemy.orm import Session
 
 from service.commands import culprits, outbox
 from service.models import (
-    Breakage,
     OutboxKind,
     OutboxMessage,
     OutboxState,
-    Run,
     RunState,
-    TorchBuild,
 )
 from service.queries.regression import range_for
-from tests.support.helpers import add_backend
+from tests.support.factories import make_backend, make_breakage, make_run
 
 REPO = "pytorch/pytorch"
-
-
-def _run(session: Session, backend_id: int, state: str, git: str, spec: str = "nightly") -> Run:
-    build = session.scalar(select(TorchBuild).where(TorchBuild.git_version == git))
-    if build is None:
-        build = TorchBuild(spec=spec, source_kind="nightly", version=f"2.14.0.dev+{git[:4]}",
-                           git_version=git)
-        session.add(build)
-        session.flush()
-    run = Run(backend_id=backend_id, torch_spec=spec, torch_build_id=build.id, state=state)
-    session.add(run)
-    session.flush()
-    session.refresh(run)
-    return run
-
-
-def _breakage(session: Session, backend_id: int, run: Run, category: str = "upstream") -> Breakage:
-    breakage = Breakage(backend_id=backend_id, fingerprint=f"fp{run.id}", fingerprint_version=1,
-                        category=category, subtype="signature-changed", title="t",
-                        first_seen_run_id=run.id, last_seen_run_id=run.id, occurrences=1)
-    session.add(breakage)
-    session.flush()
-    return breakage
 
 
 def _messages(session: Session, kind: str) -> list[OutboxMessage]:
@@ -52,13 +26,13 @@ def _messages(session: Session, kind: str) -> list[OutboxMessage]:
 
 def test_opened_upstream_breakage_gets_its_range_and_one_analysis(engine: Engine) -> None:
     with Session(engine) as session:
-        backend = add_backend(session)
-        _run(session, backend.id, RunState.PASSED, "a" * 40)
-        green = _run(session, backend.id, RunState.PASSED, "b" * 40)
+        backend = make_backend(session)
+        make_run(session, backend, state=RunState.PASSED, git="a" * 40)
+        green = make_run(session, backend, state=RunState.PASSED, git="b" * 40)
         # A green run on another track (a pin) must not be the base of a nightly's range.
-        _run(session, backend.id, RunState.PASSED, "p" * 40, spec="pip:torch==2.13.0")
-        red = _run(session, backend.id, RunState.FAILED, "c" * 40)
-        breakage = _breakage(session, backend.id, red)
+        make_run(session, backend, state=RunState.PASSED, git="p" * 40, spec="pip:torch==2.13.0")
+        red = make_run(session, backend, state=RunState.FAILED, git="c" * 40)
+        breakage = make_breakage(session, backend, red)
         culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
                            min_score=0.5)
         culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
@@ -70,9 +44,9 @@ def test_opened_upstream_breakage_gets_its_range_and_one_analysis(engine: Engine
 
 def test_no_earlier_green_says_so_and_asks_github_nothing(engine: Engine) -> None:
     with Session(engine) as session:
-        backend = add_backend(session)
-        red = _run(session, backend.id, RunState.FAILED, "c" * 40)
-        breakage = _breakage(session, backend.id, red)
+        backend = make_backend(session)
+        red = make_run(session, backend, state=RunState.FAILED, git="c" * 40)
+        breakage = make_breakage(session, backend, red)
         culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
                            min_score=0.5)
         assert breakage.range_base_sha is None
@@ -83,10 +57,10 @@ def test_no_earlier_green_says_so_and_asks_github_nothing(engine: Engine) -> Non
 
 def test_same_torch_on_both_ends_is_no_upstream_range(engine: Engine) -> None:
     with Session(engine) as session:
-        backend = add_backend(session)
-        _run(session, backend.id, RunState.PASSED, "a" * 40)
-        red = _run(session, backend.id, RunState.FAILED, "a" * 40)
-        breakage = _breakage(session, backend.id, red)
+        backend = make_backend(session)
+        make_run(session, backend, state=RunState.PASSED, git="a" * 40)
+        red = make_run(session, backend, state=RunState.FAILED, git="a" * 40)
+        breakage = make_breakage(session, backend, red)
         culprits.after_run(session, red, [breakage], [], found=range_for(session, red), repo=REPO,
                            min_score=0.5)
         assert "same torch" in (breakage.range_note or "")
@@ -95,14 +69,14 @@ def test_same_torch_on_both_ends_is_no_upstream_range(engine: Engine) -> None:
 
 def test_pr_report_queued_only_when_confident_and_only_when_it_changed(engine: Engine) -> None:
     with Session(engine) as session:
-        backend = add_backend(session)
-        red = _run(session, backend.id, RunState.FAILED, "c" * 40)
-        weak = _breakage(session, backend.id, red)
+        backend = make_backend(session)
+        red = make_run(session, backend, state=RunState.FAILED, git="c" * 40)
+        weak = make_breakage(session, backend, red)
         culprits.store_suspects(session, weak, [{"sha": "x", "pr": 1, "score": 0.2}], None,
                                 repo=REPO, min_score=0.5)
         assert _messages(session, OutboxKind.PR_REPORT) == []
 
-        strong = _breakage(session, backend.id, _run(session, backend.id, RunState.FAILED, "d" * 40))
+        strong = make_breakage(session, backend, make_run(session, backend, state=RunState.FAILED, git="d" * 40))
         suspects = [{"sha": "y", "pr": 120969, "score": 0.9, "reasons": ["edits Allocator.h"]}]
         culprits.store_suspects(session, strong, suspects, None, repo=REPO, min_score=0.5)
         # The same state again queues nothing new.

@@ -23,7 +23,7 @@ from service.models import (
     TorchBuild,
 )
 from service.queries.baseline import history_for
-from tests.support.helpers import add_backend
+from tests.support.factories import make_backend
 
 OURS, THEIRS = "9f8e7d6" + "0" * 33, "1a2b3c4" + "0" * 33
 A, B = "a" * 40, "b" * 40
@@ -86,7 +86,7 @@ def test_a_test_is_compared_with_where_that_test_passed_not_a_green_run(engine: 
     """The backend never had a green run (RED fails on every night): t1's new break on a
     new torch is still compared with the night t1 passed, and RED is pre-existing."""
     with session_scope(engine) as s:
-        b = add_backend(s).id
+        b = make_backend(s).id
         old, new = _torch(s, "2.13.0", A), _torch(s, "2.15.0", B)
         _run(s, b, old, OURS, tests={T1: "passed", T2: "passed", RED: "failed"},
              fails={RED: "fp-red"})
@@ -116,7 +116,7 @@ def test_a_test_is_compared_with_where_that_test_passed_not_a_green_run(engine: 
 
 def test_the_backend_changing_on_the_same_torch_and_both_changing(engine: Engine) -> None:
     with session_scope(engine) as s:
-        b = add_backend(s).id
+        b = make_backend(s).id
         old, new = _torch(s, "2.13.0", A), _torch(s, "2.15.0", B)
         green = _run(s, b, old, THEIRS, tests={T1: "passed", T2: "passed"})
         now = _run(s, b, old, OURS, tests={T1: "failed"})
@@ -134,7 +134,7 @@ def test_the_backend_changing_on_the_same_torch_and_both_changing(engine: Engine
 
 def test_other_backends_and_later_runs_are_not_history(engine: Engine) -> None:
     with session_scope(engine) as s:
-        mine, other = add_backend(s, "mine").id, add_backend(s, "other").id
+        mine, other = make_backend(s, "mine").id, make_backend(s, "other").id
         old = _torch(s, "2.13.0", A)
         _run(s, other, old, OURS, tests={T1: "passed"}, fails={None: "fp"})
         now = _run(s, mine, old, OURS, tests={T1: "failed"})
@@ -148,7 +148,7 @@ def test_other_backends_and_later_runs_are_not_history(engine: Engine) -> None:
 
 def test_steps_modules_and_conformance_mechanisms(engine: Engine) -> None:
     with session_scope(engine) as s:
-        b = add_backend(s).id
+        b = make_backend(s).id
         old, new = _torch(s, "2.13.0", A), _torch(s, "2.15.0", B)
         good = _run(s, b, old, OURS, tests={"tests/test_mod.py::t": "passed"})
         s.add(ConformanceResult(run_id=good.id, device="d", mechanism="streams", level="required",
@@ -178,7 +178,7 @@ def test_steps_modules_and_conformance_mechanisms(engine: Engine) -> None:
 
 def test_flaky_and_infra_failures_are_not_the_same_failure_before(engine: Engine) -> None:
     with session_scope(engine) as s:
-        b = add_backend(s).id
+        b = make_backend(s).id
         old = _torch(s, "2.13.0", A)
         _run(s, b, old, OURS, tests={T1: "flaky"}, fails={T1: "fp"}, triaged="flake")
         _run(s, b, old, OURS, build="failed", fails={None: "fp"}, triaged="infra")
@@ -190,7 +190,7 @@ def test_flaky_and_infra_failures_are_not_the_same_failure_before(engine: Engine
 def test_the_query_count_does_not_grow_with_failures_or_history(engine: Engine) -> None:
     def queries_for(nights: int, failing: int) -> int:
         with session_scope(engine) as s:
-            b = add_backend(s, f"b{nights}-{failing}").id
+            b = make_backend(s, f"b{nights}-{failing}").id
             tb = _torch(s, f"2.{nights}.{failing}", A)
             names = [f"tests/test_x.py::t{i}" for i in range(failing)]
             for _ in range(nights):

@@ -13,7 +13,7 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import Outcome, StepStatus
 from service.models import Breakage, Run, RunState
-from tests.support.helpers import add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.conformance import ConformanceOutcome
@@ -44,14 +44,14 @@ def _outcome(tmp_path: Path) -> ConformanceOutcome:
 
 def test_a_regressed_mechanism_opens_a_breakage(engine: Engine, tmp_path: Path) -> None:
     with session_scope(engine) as s:
-        feas = add_backend(s, "feas")
-        before = add_finished_run(s, feas, spec="pip:torch==2.13.0")
+        feas = make_backend(s, "feas")
+        before = make_finished_run(s, feas, spec="pip:torch==2.13.0")
         record_conformance(s, before.id, "feas", [
             MechanismCounts("streams", "recommended", 5, 0, 0, ()),
             MechanismCounts("generator", "recommended", 0, 1, 0, (GENERATOR,)),
         ])
         before.transition(RunState.PASSED)
-        now = add_finished_run(s, feas, spec="pip:torch==2.14.1").id
+        now = make_finished_run(s, feas, spec="pip:torch==2.14.1").id
 
     own = TestRunOutcome(StepOutcome(StepStatus.PASSED, 0, "3 passed"),
                          (TestRecord("tests/test_feas.py::test_ok", Outcome.PASSED),))
@@ -73,7 +73,7 @@ def test_a_regressed_mechanism_opens_a_breakage(engine: Engine, tmp_path: Path) 
 
 def test_without_a_previous_result_nothing_is_a_regression(engine: Engine, tmp_path: Path) -> None:
     with session_scope(engine) as s:
-        run = add_finished_run(s, add_backend(s, "feas"))
+        run = make_finished_run(s, make_backend(s, "feas"))
         own = TestRunOutcome(StepOutcome(StepStatus.PASSED, 0), ())
         with LogSink(tmp_path / "collect.log") as sink:
             assert with_regressions(s, run, own, _outcome(tmp_path), sink.write) is own

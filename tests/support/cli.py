@@ -1,0 +1,39 @@
+"""The command lines as a user runs them: ``python -m service.cli`` (``ootci``) and
+``python -m evals`` in a subprocess from the repository root, without the ``OOTCI_*``
+variables of the calling shell."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.paths import REPO_ROOT
+
+
+def run_module(
+    module: str, home: Path, *args: str, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS...`` with ``OOTCI_HOME=home``; ``env`` adds variables."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    environ.update({"OOTCI_HOME": str(home), "COLUMNS": "200", **env})
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def ootci(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``ootci ARGS...`` with its home in ``tmp_path/home``."""
+    return run_module("service.cli", tmp_path / "home", *args, **env)
+
+
+def ootci_at(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``ootci ARGS...`` with ``OOTCI_HOME=home``."""
+    return run_module("service.cli", home, *args, **env)
+
+
+def evals(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m evals ARGS...`` with its home in ``tmp_path/home``."""
+    return run_module("evals", tmp_path / "home", *args, **env)
