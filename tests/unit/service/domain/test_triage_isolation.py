@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from service.domain.classify import classify_log, classify_test_failure
 from service.domain.triage import (
-    IsolationResult,
     Isolated,
+    IsolationResult,
     RunIdentity,
     TorchIdentity,
     TriageEvidence,
