@@ -1,5 +1,5 @@
 """Run one compatibility run end to end: claim -> source -> provision -> build -> test ->
-conformance -> collect.
+conformance -> isolate (when triage cannot blame a failure by its history) -> collect.
 
 The orchestration only: which step runs when, with what, and how the run ends. What every
 step shares (the run's context, its lease, its step rows and logs, database writes that
