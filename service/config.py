@@ -93,6 +93,12 @@ class Settings(BaseSettings):
         7200, ge=60, description="A running run whose worker vanished is re-claimable after this."
     )
     rerun_failed_tests: bool = Field(True, description="Rerun failing tests once to spot flakes.")
+    isolate: bool = Field(
+        True,
+        description="When a failure's history cannot tell torch from the backend, build this "
+        "run's backend (and run only its failing tests) on the last torch it passed on, or on "
+        "another pin: one isolating run per run at most.",
+    )
     cache_max_age_days: int = Field(
         7, ge=1, description="Torch envs, build dirs, git mirrors and run dirs unused this long are removed before a run."
     )

@@ -37,6 +37,8 @@ class StepName(enum.StrEnum):
     BUILD = "build"
     TEST = "test"
     CONFORMANCE = "conformance"
+    # This run's backend on an earlier torch, for the failures its history cannot blame.
+    ISOLATE = "isolate"
     COLLECT = "collect"
 
 

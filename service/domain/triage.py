@@ -13,7 +13,10 @@ history for every other test. ``TriageEvidence`` holds
   run (it has failed since); None when it broke in this run;
 - ``failed_before``: earlier runs where the same fingerprint failed, one per distinct
   (torch, backend) pair, newest first;
-- ``passed_on_rerun``: the test passed when rerun automatically.
+- ``passed_on_rerun``: the test passed when rerun automatically;
+- ``isolation``: what the isolating run found (``IsolationResult``), when the pipeline ran
+  one for this failure: this run's backend built, and the failing test run, on a reference
+  torch (the torch of ``passed``'s run, or a pin when it never passed).
 
 Two torches are the same when version and git_version agree and their wheels' sha256 do
 not differ (an unknown sha256 does not count as a difference); two backends when their
@@ -45,6 +48,15 @@ recorded shas are equal (an unknown one is never the same).
      otherwise (a vendor's first night, a new test that fails)
                                        -> unknown, needs isolation (no torch to isolate on)
 
+6. where 4d or 5 would answer unknown and ``isolation`` is given, the isolating run decides:
+     it passes (builds) on the reference torch   -> upstream (only torch's change breaks it)
+     it fails there with the same fingerprint    -> backend  (it breaks without torch's change)
+     it fails there differently, or neither failure has a fingerprint
+                                                 -> unknown, saying so (isolation ran)
+     the isolating run could not run for it      -> unknown, needs isolation, saying why
+                                                    (no other torch, the backend does not
+                                                    build on the reference either, ...)
+
 A failure with no rule matched (no finding) goes through the same history from step 3 on,
 as the generic subtype: a step that passed on the old torch and fails on the new one is
 upstream's break whether or not a rule names it.
@@ -57,7 +69,10 @@ Infra is checked first on purpose: a full disk that also hit an earlier run says
 machine is broken, and blaming the backend for it would be wrong.
 
 Reasons name the runs compared and what differed, e.g. "passed on run #12 (torch 2.13.0
-abc1234, backend 9f8e7d6); only torch changed: 2.13.0 abc1234 → 2.15.0 def5678". The
+abc1234, backend 9f8e7d6); only torch changed: 2.13.0 abc1234 → 2.15.0 def5678", or
+"isolated: backend 9f8e7d6 built and ran tests/test_x.py::test_y against torch 2.13.0
+(abc1234, the torch of run #12 where it passed): it passes there, so only torch's change
+breaks it". The
 rule's own category is never the verdict (except for infra and a torch that does not
 import); the reason ends with what the rule suggests.
 
@@ -73,9 +88,10 @@ else ``run_verdict``. A failure triaged flake because nothing changed since it p
 
 from __future__ import annotations
 
+import enum
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.domain.verdict import (
     COMPATIBLE,
@@ -90,6 +106,8 @@ from service.domain.verdict import (
 __all__ = [
     "COMPATIBLE",
     "SEVERITY",
+    "Isolated",
+    "IsolationResult",
     "RunIdentity",
     "RunVerdict",
     "TorchIdentity",
@@ -147,6 +165,38 @@ class RunIdentity:
         return self.backend is not None and self.backend == other.backend
 
 
+class Isolated(enum.StrEnum):
+    """What a failure did in the isolating run, on the reference torch."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_RUN = "not-run"
+
+
+@dataclass(frozen=True)
+class IsolationResult:
+    """The isolating run's answer for one failure: this run's backend (``backend``) built,
+    and the failing test run, on the reference torch (``torch``; ``reference`` says whose
+    torch it is: "the torch of run #12 where it passed", "pin 'installed'").
+
+    ``nodeid``: the test repeated; None for the build. ``outcome``: passed, failed (its
+    ``fingerprint`` and decisive ``line`` there) or not run (``why``: the experiment could
+    not be carried out for this failure)."""
+
+    outcome: Isolated
+    nodeid: str | None = None
+    backend: str | None = None
+    torch: TorchIdentity | None = None
+    reference: str = ""
+    fingerprint: str | None = None
+    line: str = ""
+    why: str = ""
+
+    @classmethod
+    def not_run(cls, why: str, nodeid: str | None = None) -> IsolationResult:
+        return cls(Isolated.NOT_RUN, nodeid=nodeid, why=why)
+
+
 @dataclass(frozen=True)
 class TriageEvidence:
     """What the history says about one failure (the caller queries it; see the module
@@ -157,6 +207,7 @@ class TriageEvidence:
     broke: RunIdentity | None = None
     failed_before: Sequence[RunIdentity] = ()
     passed_on_rerun: bool = False
+    isolation: IsolationResult | None = None
 
 
 def _describe(finding: Finding) -> str:
@@ -206,11 +257,15 @@ def triage(finding: Finding | None, evidence: TriageEvidence) -> TriageVerdict:
         return TriageVerdict(Category.FLAKE, subtype, f"passed on rerun; {suggests}")
     this = evidence.this
     if this is None:  # nothing to compare with (a caller without history)
-        return TriageVerdict(Category.UNKNOWN, subtype,
-                             f"no history to compare with; {suggests}", needs_isolation=True)
-    if evidence.passed is not None:
-        return _since_it_passed(evidence.passed, this, evidence, subtype, suggests)
-    return _never_passed(this, evidence, subtype, suggests)
+        verdict = TriageVerdict(Category.UNKNOWN, subtype,
+                                f"no history to compare with; {suggests}", needs_isolation=True)
+    elif evidence.passed is not None:
+        verdict = _since_it_passed(evidence.passed, this, evidence, subtype, suggests)
+    else:
+        verdict = _never_passed(this, evidence, subtype, suggests)
+    if verdict.needs_isolation and evidence.isolation is not None:
+        return _isolated(verdict, finding, evidence.isolation, subtype, suggests)
+    return verdict
 
 
 def _one_change(passed: RunIdentity, failed: RunIdentity) -> Category | None:
@@ -304,6 +359,49 @@ def _never_passed(
         f"backend {_short_backend(this.backend)} on an earlier torch would decide; {suggests}",
         needs_isolation=True,
     )
+
+
+def _reference_label(result: IsolationResult) -> str:
+    torch = result.torch
+    if torch is None:
+        return f"torch unknown ({result.reference})"
+    git = f"{torch.git_version[:7]}, " if torch.git_version else ""
+    return f"torch {torch.version} ({git}{result.reference})"
+
+
+def _isolated(
+    history: TriageVerdict, finding: Finding | None, result: IsolationResult, subtype: Subtype,
+    suggests: str,
+) -> TriageVerdict:
+    """Step 6: the isolating run's answer replaces the history's unknown."""
+    against = history.isolate_against_run_id
+    if result.outcome is Isolated.NOT_RUN:
+        return replace(history, reason=f"not isolated: {result.why}; {history.reason}")
+    did = f"built and ran {result.nodeid}" if result.nodeid else "built"
+    what = (f"isolated: backend {_short_backend(result.backend)} {did} against "
+            f"{_reference_label(result)}")
+    if result.outcome is Isolated.PASSED:
+        there = "it passes there" if result.nodeid else "it builds there"
+        return TriageVerdict(Category.UPSTREAM, subtype,
+                             f"{what}: {there}, so only torch's change breaks it; {suggests}",
+                             isolate_against_run_id=against)
+    ours = finding.fingerprint if finding is not None else ""
+    if ours and result.fingerprint == ours:
+        return TriageVerdict(
+            Category.BACKEND, subtype,
+            f"{what}: it fails there too ({result.line}; the same fingerprint), so the backend "
+            f"breaks it, not torch's change; {suggests}",
+            isolate_against_run_id=against)
+    if not ours and not result.fingerprint:
+        differs = (f"it fails there too ({result.line}), and no rule names either failure, "
+                   "so whether it is the same failure cannot be told")
+    else:
+        differs = f"it fails there differently ({result.line})"
+    return TriageVerdict(
+        Category.UNKNOWN, subtype,
+        f"{what}: {differs}; the isolation does not tell torch's change from the backend's; "
+        f"{suggests}",
+        isolate_against_run_id=against)
 
 
 def run_verdict(verdicts: Iterable[TriageVerdict]) -> TriageVerdict | None:

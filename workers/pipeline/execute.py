@@ -1,5 +1,5 @@
 """Run one compatibility run end to end: claim -> source -> provision -> build -> test ->
-conformance -> collect.
+conformance -> isolate (when triage cannot blame a failure by its history) -> collect.
 
 The orchestration only: which step runs when, with what, and how the run ends. What every
 step shares (the run's context, its lease, its step rows and logs, database writes that
@@ -23,6 +23,7 @@ from service.config import Settings
 from service.db import session_scope
 from service.domain.states import StepStatus as OutcomeStatus
 from service.domain.torch_spec import SourceKind, TorchSpec
+from service.domain.triage import Isolated, IsolationResult
 from service.domain.verdict import ErrorKind, error_text
 from service.models import (
     Backend,
@@ -41,15 +42,14 @@ from workers.pipeline.cache.layout import stamp
 from workers.pipeline.env.commit_dates import commit_date
 from workers.pipeline.env.provision import provision
 from workers.pipeline.env.resolve import parse_spec
-from workers.pipeline.env.run_env import private_env, shared_read_only
+from workers.pipeline.env.run_env import private_env
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.errors import PipelineError, SpecError, TorchUnusable
 from workers.pipeline.isolation.child_env import child_environment
-from workers.pipeline.isolation.procs import Attempt, attempt_scope, child_env, reap_groups
+from workers.pipeline.isolation.procs import Attempt, attempt_scope, reap_groups
 from workers.pipeline.isolation.sandbox import (
     StepSandbox,
     probe,
-    sandbox_for_build,
     shield_worker_environ,
 )
 from workers.pipeline.logs.sink import LogSink
@@ -61,7 +61,7 @@ from workers.pipeline.run_context import (
     ignore_events,
     infra_reason,
 )
-from workers.pipeline.steps.build import build
+from workers.pipeline.steps.build import build, build_sandbox
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe, load_recipe
 from workers.pipeline.steps.source_tree import RunTree, Source, run_tree
@@ -71,7 +71,7 @@ from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.testrun.runner import TestRunOptions, run_tests
 from workers.pipeline.testrun.shards import ShardDispatch, run_sharded
 from workers.pipeline.testrun.suite_sandbox import suite_sandbox
-from workers.pipeline.verdict import collect
+from workers.pipeline.verdict import collect, isolate
 
 log = logging.getLogger(__name__)
 
@@ -203,11 +203,7 @@ def _pipeline_in(ctx: RunContext, spec_text: str, tree: RunTree) -> RunState:
     _collect_cache_garbage(ctx)
     env = _provision_step(ctx, spec_text)
     if isinstance(env, StepOutcome):  # torch itself does not import: nothing to build
-        with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
-            run = s.get_one(Run, ctx.run_id)
-            state = collect.collect(s, run, None, None, settings, sink.write, provision=env)
-            run.transition(state)
-        return state
+        return _judge(ctx, recipe, tree, _Outcomes(None, None, None, provision=env))
     build_dir = cache_build_dir(settings.resolved_cache_dir, recipe.name, env.env_key, tree.key)
     stamp(build_dir)  # one per (torch build, backend source): reused by a rerun of the pair
     build_outcome = _build_step(ctx, recipe, env, build_dir)
@@ -217,14 +213,58 @@ def _pipeline_in(ctx: RunContext, spec_text: str, tree: RunTree) -> RunState:
         tests = _test_step(ctx, recipe, env, build_dir)
         if recipe.conformance_device is not None:
             conformance = _conformance_step(ctx, recipe, env, build_dir)
+    return _judge(ctx, recipe, tree, _Outcomes(build_outcome, tests, conformance))
 
-    with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
+
+@dataclass(frozen=True)
+class _Outcomes:
+    """What the run's steps gave the verdict: ``build`` is None when the ``provision`` step
+    failed (torch itself does not import)."""
+
+    build: StepOutcome | None
+    tests: TestRunOutcome | None
+    conformance: ConformanceOutcome | None
+    provision: StepOutcome | None = None
+
+
+def _judge(ctx: RunContext, recipe: Recipe, tree: RunTree, got: _Outcomes) -> RunState:
+    """Triage by history; isolate what it cannot blame (the isolate step); then the collect
+    step stores the failures, groups them into breakages and sets the verdict."""
+    notes: list[str] = []
+    tests, conformance = got.tests, got.conformance
+    with session_scope(ctx.engine) as s:
         run = s.get_one(Run, ctx.run_id)
         if tests is not None and conformance is not None:
-            tests = collect.with_regressions(s, run, tests, conformance, sink.write)
-        state = collect.collect(s, run, build_outcome, tests, settings, sink.write)
+            tests = collect.with_regressions(s, run, tests, conformance, notes.append)
+        triaged = collect.triage_failures(s, run, got.build, tests, provision=got.provision)
+        plan = isolate.plan(s, run, triaged, ctx.settings, frozenset(
+            r.nodeid for r in (conformance.records if conformance else ())))
+    if plan is not None:
+        triaged = collect.retriage(triaged, _isolate_step(ctx, recipe, tree, plan))
+    with ctx.step(StepName.COLLECT) as (sink, _), session_scope(ctx.engine) as s:
+        for note in notes:
+            sink.write(note)
+        run = s.get_one(Run, ctx.run_id)
+        state = collect.conclude(s, run, triaged, got.build, tests, ctx.settings, sink.write)
         run.transition(state)
     return state
+
+
+def _isolate_step(
+    ctx: RunContext, recipe: Recipe, tree: RunTree, plan: isolate.Plan
+) -> dict[int, IsolationResult]:
+    """The isolating run, as a step of its own with its own log; without a reference torch
+    nothing runs and no step is opened (each failure's reason says why)."""
+    if not plan.runs_anything:
+        return isolate.unanswered(plan)
+    where = isolate.Where(ctx.settings, ctx.child_policy, ctx.masker, ctx.run_dir, recipe,
+                          tree.key)
+    with ctx.step(StepName.ISOLATE) as (sink, outcomes):
+        results, summary = isolate.isolate(plan, where, sink)
+        ran = any(r.outcome is not Isolated.NOT_RUN for r in results.values())
+        status = OutcomeStatus.PASSED if ran else OutcomeStatus.SKIPPED
+        outcomes.append(StepOutcome(status, None, summary, sink.path))
+    return results
 
 
 def _collect_cache_garbage(ctx: RunContext) -> None:
@@ -291,20 +331,8 @@ def _pinned_to_recorded_wheel(ctx: RunContext, spec: TorchSpec, sink: LogSink) -
 
 
 def _build_step(ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path) -> StepOutcome:
-    policy = ctx.child_policy
-    # ccache keeps its default, machine-wide dir: every env and build dir shares it.
-    ccache = child_env({}).get("CCACHE_DIR")
-    own = [policy.home, policy.tmpdir, build_dir]
     with ctx.step(StepName.BUILD) as (sink, outcomes):
-        sandbox = sandbox_for_build(
-            ctx.settings,
-            # The build installs into the run's private env, never into the shared base, from
-            # the run's own copy of the source (steps/source_tree.py), never the registered tree.
-            writable=[*own, env.venv_dir, recipe.source_dir, *([Path(ccache)] if ccache else [])],
-            visible=[*env.pythonpath, ctx.run_dir],
-            watched=own,
-            read_only=shared_read_only(ctx.settings, env),
-        )
+        sandbox = build_sandbox(ctx.settings, ctx.child_policy, recipe, env, build_dir, ctx.run_dir)
         outcome = build(
             recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
         )

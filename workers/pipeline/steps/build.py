@@ -9,10 +9,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from service.config import Settings
 from service.domain.states import StepStatus
+from workers.pipeline.env.run_env import shared_read_only
 from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.isolation.child_env import ChildEnvPolicy
 from workers.pipeline.isolation.procs import child_env, run_streaming
-from workers.pipeline.isolation.sandbox import StepSandbox, combine
+from workers.pipeline.isolation.sandbox import StepSandbox, combine, sandbox_for_build
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe, expand
@@ -61,6 +64,25 @@ def default_lock_file(source_dir: Path) -> Path:
     two concurrent builds of one tree corrupt each other even with separate build dirs."""
     digest = hashlib.sha256(str(source_dir.resolve()).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"ootci-build-{digest}.lock"
+
+
+def build_sandbox(
+    settings: Settings, policy: ChildEnvPolicy, recipe: Recipe, env: TorchEnv, build_dir: Path,
+    run_dir: Path,
+) -> StepSandbox:
+    """The sandbox a run's build runs in (its own, or the isolating run's on another torch).
+    It installs into the run's private env ``env``, never into the shared base, from the
+    run's own copy of the source (steps/source_tree.py), never the registered tree; ccache
+    keeps its default, machine-wide dir: every env and build dir shares it."""
+    ccache = child_env({}).get("CCACHE_DIR")
+    own = [policy.home, policy.tmpdir, build_dir]
+    return sandbox_for_build(
+        settings,
+        writable=[*own, env.venv_dir, recipe.source_dir, *([Path(ccache)] if ccache else [])],
+        visible=[*env.pythonpath, run_dir],
+        watched=own,
+        read_only=shared_read_only(settings, env),
+    )
 
 
 def build(

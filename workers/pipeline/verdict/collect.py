@@ -1,12 +1,17 @@
 """The collect step: turn a run's build/test outcome into classified, triaged failures,
 group them into breakages, and decide the run's state and verdict.
 
-Runs inside the caller's session (execute_run's collect step); never commits.
+In two halves, so an isolating run can come between them: :func:`triage_failures`
+classifies and triages by history, writing nothing; the pipeline isolates what the history
+cannot blame (``isolate.py``) and :func:`retriage` adds its answers; :func:`conclude` stores
+the failures, groups them into breakages and sets the run's verdict. :func:`collect` is
+both halves at once (``ootci reclassify``). Runs inside the caller's session; never commits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
@@ -20,7 +25,7 @@ from service.domain.classify import (
     classify_log,
     classify_test_failure,
 )
-from service.domain.triage import judge_run, triage
+from service.domain.triage import IsolationResult, TriageEvidence, judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
     Backend,
@@ -157,6 +162,50 @@ def _failure(
     )
 
 
+@dataclass(frozen=True)
+class Triaged:
+    """One failure of the run, classified and triaged (not stored yet): the evidence it was
+    triaged on, so an isolating run's answer can be added to it (:func:`retriage`)."""
+
+    failure: Failure
+    finding: Finding | None
+    evidence: TriageEvidence
+    verdict: TriageVerdict
+
+
+def triage_failures(
+    session: Session,
+    run: Run,
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    *,
+    provision: StepOutcome | None = None,
+) -> list[Triaged]:
+    """Classify the run's failures and triage each against its history; nothing is written
+    (the failures are not added to ``session``). ``build`` is None when the ``provision``
+    step failed (torch itself does not import)."""
+    own = backend_packages(session.get_one(Backend, run.backend_id).name)
+    pairs = _classified_failures(run, build, tests, own, provision)
+    flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
+    history = history_for(session, run, [f for f, _ in pairs])
+    found = []
+    for failure, finding in pairs:
+        evidence = history.evidence(failure, passed_on_rerun=failure.nodeid in flaky)
+        found.append(Triaged(failure, finding, evidence, triage(finding, evidence)))
+    return found
+
+
+def retriage(triaged: list[Triaged], isolated: Mapping[int, IsolationResult]) -> list[Triaged]:
+    """The failures again, those at the indexes of ``isolated`` triaged with what the
+    isolating run found for them."""
+    again = list(triaged)
+    for i, result in isolated.items():
+        t = triaged[i]
+        evidence = replace(t.evidence, isolation=result)
+        again[i] = replace(t, evidence=evidence, verdict=triage(t.finding, evidence))
+    return again
+
+
 def collect(
     session: Session,
     run: Run,
@@ -167,15 +216,28 @@ def collect(
     *,
     provision: StepOutcome | None = None,
 ) -> RunState:
-    """Classify, triage and group the run's failures; return the state the run ends in.
-    ``build`` is None when the ``provision`` step failed (torch itself does not import)."""
-    own = backend_packages(session.get_one(Backend, run.backend_id).name)
-    pairs = _classified_failures(run, build, tests, own, provision)
+    """Classify, triage and group the run's failures; return the state the run ends in
+    (no isolating run: ``ootci reclassify``'s replay)."""
+    triaged = triage_failures(session, run, build, tests, provision=provision)
+    return conclude(session, run, triaged, build, tests, settings, note)
+
+
+def conclude(
+    session: Session,
+    run: Run,
+    triaged: list[Triaged],
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    settings: Settings,
+    note: Callable[[str], None],
+) -> RunState:
+    """Store the triaged failures, group them into breakages and return the state the run
+    ends in (its verdict set)."""
+    pairs = [(t.failure, t.finding) for t in triaged]
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
-    history = history_for(session, run, [f for f, _ in pairs])
     verdicts: list[TriageVerdict] = []
-    for failure, finding in pairs:
-        verdict = triage(finding, history.evidence(failure, passed_on_rerun=failure.nodeid in flaky))
+    for t in triaged:
+        failure, verdict = t.failure, t.verdict
         failure.triage = verdict.category.value
         failure.triage_reason = verdict.reason
         failure.needs_isolation = verdict.needs_isolation

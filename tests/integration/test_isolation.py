@@ -1,0 +1,148 @@
+"""Isolating runs instead of ``unknown`` (issue #27 item 2), end to end: real ``ootci run``
+processes on a fresh home with no history, ``OOTCI_PINS`` the venv's own torch
+(``installed``), a pure-Python backend, and a patched overlay of that torch (``path:``)
+whose Python API renamed a keyword.
+
+With nothing to compare with, the history leaves every failure unknown; the isolate step
+builds the same backend on the unpatched torch and runs only the failing tests there: the
+test the patch breaks passes there (upstream), the backend's own bug fails there the same
+way (backend). A backend-only break on the unpatched torch is the history's to blame.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db import make_engine
+from service.models import Step
+from tests.support.faults import ootci
+from tests.support.pyonly import write_pyonly_backend
+from tests.support.torch_overlay import overlay_of_installed_torch
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+# torch's API change: make_tensor's ``low``/``high`` renamed (the wrapper replaces the name
+# torch.testing imports).
+RENAMED = """
+
+_make_tensor = make_tensor
+
+
+def make_tensor(*shape, dtype, device, lower=None, upper=None, **kwargs):  # renamed keywords
+    return _make_tensor(*shape, dtype=dtype, device=device, low=lower, high=upper, **kwargs)
+"""
+PATCHES = {"testing/_creation.py": lambda text: text + RENAMED}
+
+API_TEST = """\
+import torch
+
+
+def test_makes_its_inputs_in_range():
+    t = torch.testing.make_tensor((2, 2), dtype=torch.float32, device="cpu", low=0, high=1)
+    assert t.shape == (2, 2)
+
+
+def test_adds():
+    assert 1 + 1 == 2
+"""
+OWN_BUG = """\
+def test_rounds_half_up():
+    assert round(2.5) == 3, "the backend rounds half to even"
+"""
+API = "tests/test_api.py::test_makes_its_inputs_in_range"
+OWN = "tests/test_own.py::test_rounds_half_up"
+
+
+@pytest.fixture(scope="module")
+def overlay(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return overlay_of_installed_torch(tmp_path_factory.mktemp("patched"), "2.13.0+patched",
+                                      "e" * 40, PATCHES)
+
+
+def run(home: Path, spec: str, backend: Path, **settings: str) -> dict[str, Any]:
+    proc = ootci(home, "run", "--torch", spec, "--backend", str(backend), "--json",
+                 timeout=600, OOTCI_PINS='["installed"]', **settings)
+    assert proc.stdout.strip().startswith("["), proc.stderr[-3000:]
+    (doc,) = json.loads(proc.stdout)
+    return dict(doc)
+
+
+def by_nodeid(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["nodeid"]: f for f in doc["failures"]}
+
+
+def stored_log(home: Path, run_id: int, name: str) -> str:
+    engine = make_engine(f"sqlite:///{home / 'ootci.db'}")
+    try:
+        with Session(engine) as s:
+            step = s.scalars(select(Step).where(Step.run_id == run_id, Step.name == name)).one()
+            return step.read_log().decode()
+    finally:
+        engine.dispose()
+
+
+def test_a_torch_only_break_on_a_first_night_is_upstream_through_the_isolate_step(
+    overlay: Path, tmp_path: Path
+) -> None:
+    backend = write_pyonly_backend(tmp_path / "vendor", {"test_api.py": API_TEST,
+                                                         "test_own.py": OWN_BUG})
+    home = tmp_path / "home"
+    doc = run(home, f"path:{overlay}", backend)
+
+    assert [(s["name"], s["status"]) for s in doc["steps"]] == [
+        ("provision", "passed"), ("build", "passed"), ("test", "failed"),
+        ("isolate", "passed"), ("collect", "passed")]
+    failures = by_nodeid(doc)
+    assert set(failures) == {API, OWN}
+    api, own = failures[API], failures[OWN]
+    assert (api["triage"], api["needs_isolation"]) == ("upstream", False)
+    assert api["triage_reason"].startswith(
+        f"isolated: backend {doc['backend_sha'][:13]} built and ran {API} against torch "
+        "2.13.0+cpu (")
+    assert "pin 'installed'): it passes there, so only torch's change breaks it" in (
+        api["triage_reason"])
+    assert (own["triage"], own["needs_isolation"]) == ("backend", False)
+    assert "it fails there too (" in own["triage_reason"]
+    assert "the same fingerprint), so the backend breaks it" in own["triage_reason"]
+    assert doc["verdict"] == "upstream"
+
+    log = stored_log(home, doc["id"], "isolate")
+    assert "isolating 2 failing test(s)" in log and "on torch 'installed'" in log
+    assert "unexpected keyword" not in log  # the unpatched torch takes ``low``
+    assert "the backend rounds half to even" in log
+    assert "test_adds" not in log  # only the failing tests
+
+
+def test_a_backend_only_break_on_the_same_torch_is_the_historys_to_blame(tmp_path: Path) -> None:
+    """No isolating run: only the backend changed since the test passed on run 1."""
+    backend = write_pyonly_backend(tmp_path / "vendor", {"test_api.py": API_TEST})
+    home = tmp_path / "home"
+    green = run(home, "installed", backend)
+    assert green["state"] == "passed", green
+    (backend / "tests" / "test_api.py").write_text(API_TEST.replace("1 + 1 == 2", "1 + 1 == 3"))
+
+    red = run(home, "installed", backend)
+    assert "isolate" not in [s["name"] for s in red["steps"]]
+    (failure,) = red["failures"]
+    assert (failure["nodeid"], failure["triage"], failure["needs_isolation"]) == (
+        "tests/test_api.py::test_adds", "backend", False)
+    assert failure["triage_reason"].startswith(f"passed on run #{green['id']} ")
+    assert "only the backend changed" in failure["triage_reason"]
+
+
+def test_with_isolation_off_a_torch_only_break_stays_unknown(overlay: Path, tmp_path: Path) -> None:
+    backend = write_pyonly_backend(tmp_path / "vendor", {"test_api.py": API_TEST})
+    doc = run(tmp_path / "home", f"path:{overlay}", backend, OOTCI_ISOLATE="false")
+    assert "isolate" not in [s["name"] for s in doc["steps"]]
+    (failure,) = doc["failures"]
+    assert (failure["nodeid"], failure["triage"], failure["needs_isolation"]) == (
+        API, "unknown", True)
+    assert failure["triage_reason"].startswith("no earlier run of this backend where it passed")
+    assert doc["verdict"] == "unknown"
+
