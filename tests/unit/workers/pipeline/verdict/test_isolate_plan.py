@@ -17,7 +17,7 @@ from service.domain.torch_spec import SourceKind
 from service.domain.triage import TriageEvidence
 from service.domain.verdict import Category, Stage, Subtype, TriageVerdict
 from service.models import Backend, Failure, Run, TorchBuild
-from tests.support.helpers import add_backend, add_finished_run
+from tests.support.factories import make_backend, make_finished_run
 from workers.pipeline.verdict import isolate
 from workers.pipeline.verdict.collect import Triaged
 
@@ -36,7 +36,7 @@ def _triaged(nodeid: str | None = NODE, against: int | None = None,
 
 def _run(s: Session, backend: Backend, spec: str, *, wheel: bool = False,
          git: str = "a" * 40) -> Run:
-    run = add_finished_run(s, backend, spec=spec)
+    run = make_finished_run(s, backend, spec=spec)
     build = TorchBuild(spec=spec, source_kind=spec.split(":")[0], version="2.13.0",
                        git_version=git,
                        artifact_url="file:///w/torch.whl" if wheel else None,
@@ -52,7 +52,7 @@ def test_a_first_night_isolates_on_the_first_other_pin_that_does_not_move(
 ) -> None:
     settings = Settings(home=tmp_path, pins=["path:/x", "nightly", "pip:torch==2.13.0"])
     with session_scope(engine) as s:
-        run = _run(s, add_backend(s), "path:/x")
+        run = _run(s, make_backend(s), "path:/x")
         plan = isolate.plan(s, run, [_triaged(), _triaged(None, step=StepName.BUILD)], settings)
     assert plan is not None and plan.reference is not None
     assert plan.reference.spec.text == "pip:torch==2.13.0" and plan.reference.run_id is None
@@ -65,7 +65,7 @@ def test_on_the_only_pin_nothing_runs_and_each_failure_says_why(
 ) -> None:
     settings = Settings(home=tmp_path, pins=["installed"])
     with session_scope(engine) as s:
-        run = _run(s, add_backend(s), "installed")
+        run = _run(s, make_backend(s), "installed")
         plan = isolate.plan(s, run, [_triaged()], settings)
     assert plan is not None and not plan.runs_anything
     (result,) = isolate.unanswered(plan).values()
@@ -78,7 +78,7 @@ def test_the_torch_it_passed_on_is_its_recorded_wheel_or_its_spec_never_a_moving
 ) -> None:
     settings = Settings(home=tmp_path, pins=["installed"])
     with session_scope(engine) as s:
-        backend = add_backend(s)
+        backend = make_backend(s)
         wheel = _run(s, backend, "pip:torch==2.13.0", wheel=True)
         pinned = _run(s, backend, "nightly:2026-11-20")
         moving = _run(s, backend, "nightly")
@@ -107,7 +107,7 @@ def test_nothing_is_isolated_after_an_infra_failure_nor_with_the_setting_off(
     engine: Engine, tmp_path: Path
 ) -> None:
     with session_scope(engine) as s:
-        run = _run(s, add_backend(s), "path:/x")
+        run = _run(s, make_backend(s), "path:/x")
         found = [_triaged(), _triaged("t::disk", category=Category.INFRA)]
         plan = isolate.plan(s, run, found, Settings(home=tmp_path, pins=["installed"]))
         assert plan is not None and not plan.wanted and not plan.runs_anything
