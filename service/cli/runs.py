@@ -122,6 +122,7 @@ def run(
                 # report it and keep no half-made run.
                 usage_error = _error_message(run_row.error, ErrorKind.USAGE)
                 s.delete(run_row)
+                _remove_run_dir(settings, run_id)
             else:
                 results.append(_detail_or_die(run_detail(s, run_id), run_id))
         if usage_error is not None:
@@ -129,6 +130,7 @@ def run(
             with session_scope(engine) as s:
                 for later in run_ids[run_ids.index(run_id) + 1 :]:
                     s.delete(s.get_one(Run, later))
+                    _remove_run_dir(settings, later)
             die(usage_error, _exit_code(state, kind))
         code = max(code, _exit_code(state, kind))
 
@@ -137,6 +139,14 @@ def run(
     else:
         _print_results(results)
     raise typer.Exit(code)
+
+
+def _remove_run_dir(settings: Settings, run_id: int) -> None:
+    """A refused run leaves nothing: not its row, not its logs, venv or HOME."""
+    from workers.pipeline.cache.gc import remove_tree
+    from workers.pipeline.cache.layout import run_dir
+
+    remove_tree(run_dir(settings.resolved_work_dir, run_id))
 
 
 def _registered_id(engine: Engine, name: str) -> int | None:
