@@ -432,6 +432,10 @@ def show(
             f"(the rule suggests {f.rule_category})")), highlight=False)
         if f.triage_reason:
             out.print(printable(f"    why: {f.triage_reason}"), markup=False, highlight=False)
+        if f.finding.get("explanation"):
+            # The rule's reading of the line, often with the fix (a recipe key to set).
+            out.print(printable(f"    means: {f.finding['explanation']}"), markup=False,
+                      highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
         out.print(printable(f"    {where}{line}"), markup=False, highlight=False)
