@@ -399,6 +399,11 @@ def show(
     git_version = data.torch_build.git_version if data.torch_build else None
     out.print(f"[bold]run {data.id}[/]  {data.backend} @ {data.backend_sha}  "
               f"torch {_torch_label(data)} ({git_version or '?'})  state [bold]{data.state}[/]")
+    if data.torch_build and data.torch_build.artifact_url:
+        # Which index or file the spec resolved to; the provision log says with which settings.
+        out.print(printable(f"torch from {data.torch_build.artifact_url} "
+                            f"({data.torch_spec}; the provision log has pip's settings)"),
+                  markup=False, highlight=False)
     # Reasons quote the build's own words: text, not markup.
     out.print(escape(printable(f"verdict: {_verdict_label(data)}"
                                + (f" — {data.verdict_reason}" if data.verdict_reason else ""))),
