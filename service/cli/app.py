@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import backends, corpus, culprit, ops, pins, resume, runs
+from service.cli import backends, corpus, culprit, ops, pins, recipes, resume, runs
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -14,6 +14,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.command()(recipes.init)
+app.add_typer(recipes.recipe_app, name="recipe")
 app.command()(ops.migrate)
 app.command()(runs.run)
 app.command()(runs.rerun)
