@@ -3,6 +3,7 @@ tree, and every problem of one found without running its suite (docs/recipes.md)
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -45,7 +46,7 @@ def init(
     facts = inspect_tree(directory)
     text = draft_recipe(facts)
     if show:
-        out.print(text, markup=False, highlight=False, end="")
+        sys.stdout.write(text)  # the file's text as it is: no wrapping, no markup
         return
     target = directory / RECIPE_FILE
     if target.exists() and not force:
