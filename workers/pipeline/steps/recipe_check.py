@@ -149,6 +149,10 @@ def _as_list(command: str) -> str:
         parts = shlex.split(command)
     except ValueError:
         parts = command.split()
+    if parts and parts[0] in {"python", "python3"}:
+        parts[0] = "{python}"
+    elif parts and parts[0] in {"pip", "pytest"}:
+        parts[:1] = ["{python}", "-m", parts[0]]
     return "[" + ", ".join(f'"{p}"' for p in parts) + "]"
 
 
