@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml backend/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip wheel setuptools
 	$(BIN)/pip install -q "$(TORCH)" numpy
-	$(BIN)/pip install -q -e '.[dev]'
+	@# setuptools' "Editable installation" banner is advice for a package author, not a
+	@# user of make run: the setup step prints only what goes wrong.
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)

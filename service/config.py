@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.domain.admission import CallerPolicy
@@ -86,7 +86,13 @@ class Settings(BaseSettings):
         description="Pinned torch specs run every night (JSON list in the env var).",
     )
     nightly_index_url: str = "https://download.pytorch.org/whl/nightly/cpu"
-    pip_index_url: str = ""
+    # OOTCI_TORCH_INDEX_URL is the documented name (a CPU-wheel index is one setting away:
+    # https://download.pytorch.org/whl/cpu); OOTCI_PIP_INDEX_URL its older spelling.
+    pip_index_url: str = Field(
+        "", validation_alias=AliasChoices(
+            "pip_index_url", "OOTCI_TORCH_INDEX_URL", "OOTCI_PIP_INDEX_URL"),
+        description="The index `pip:` specs resolve torch on; empty = pip's own settings.",
+    )
     test_timeout_s: int = Field(300, ge=1, description="Per-test timeout inside the suite.")
     step_timeout_s: int = Field(3600, ge=1)
     run_lease_s: int = Field(

@@ -26,6 +26,9 @@ class TorchBuildOut(_Orm):
     source_kind: str
     version: str
     git_version: str
+    artifact_url: str | None = Field(
+        None, description="The wheel (index URL or local file) the torch was installed from; "
+        "null for installed: and path: specs")
 
 
 class RunSummary(_Orm):

@@ -50,7 +50,11 @@ def resolve_remote_ref(url: str, ref: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceUnreachable(f"cannot read the git repository {url}: {exc}") from None
     if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["git ls-remote failed"])[-1]
+        # git's first "fatal:" line is the reason; its last is often advice cut mid-sentence
+        # ("and the repository exists.").
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        reason = next((line for line in lines if line.startswith(("fatal:", "error:"))),
+                      lines[0] if lines else "git ls-remote failed")
         raise SourceUnreachable(f"cannot read the git repository {url}: {reason}")
     refs: dict[str, str] = {}
     for line in proc.stdout.splitlines():

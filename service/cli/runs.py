@@ -122,6 +122,7 @@ def run(
                 # report it and keep no half-made run.
                 usage_error = _error_message(run_row.error, ErrorKind.USAGE)
                 s.delete(run_row)
+                _remove_run_dir(settings, run_id)
             else:
                 results.append(_detail_or_die(run_detail(s, run_id), run_id))
         if usage_error is not None:
@@ -129,6 +130,7 @@ def run(
             with session_scope(engine) as s:
                 for later in run_ids[run_ids.index(run_id) + 1 :]:
                     s.delete(s.get_one(Run, later))
+                    _remove_run_dir(settings, later)
             die(usage_error, _exit_code(state, kind))
         code = max(code, _exit_code(state, kind))
 
@@ -137,6 +139,14 @@ def run(
     else:
         _print_results(results)
     raise typer.Exit(code)
+
+
+def _remove_run_dir(settings: Settings, run_id: int) -> None:
+    """A refused run leaves nothing: not its row, not its logs, venv or HOME."""
+    from workers.pipeline.cache.gc import remove_tree
+    from workers.pipeline.cache.layout import run_dir
+
+    remove_tree(run_dir(settings.resolved_work_dir, run_id))
 
 
 def _registered_id(engine: Engine, name: str) -> int | None:
@@ -389,6 +399,11 @@ def show(
     git_version = data.torch_build.git_version if data.torch_build else None
     out.print(f"[bold]run {data.id}[/]  {data.backend} @ {data.backend_sha}  "
               f"torch {_torch_label(data)} ({git_version or '?'})  state [bold]{data.state}[/]")
+    if data.torch_build and data.torch_build.artifact_url:
+        # Which index or file the spec resolved to; the provision log says with which settings.
+        out.print(printable(f"torch from {data.torch_build.artifact_url} "
+                            f"({data.torch_spec}; the provision log has pip's settings)"),
+                  markup=False, highlight=False)
     # Reasons quote the build's own words: text, not markup.
     out.print(escape(printable(f"verdict: {_verdict_label(data)}"
                                + (f" — {data.verdict_reason}" if data.verdict_reason else ""))),
@@ -422,6 +437,10 @@ def show(
             f"(the rule suggests {f.rule_category})")), highlight=False)
         if f.triage_reason:
             out.print(printable(f"    why: {f.triage_reason}"), markup=False, highlight=False)
+        if f.finding.get("explanation"):
+            # The rule's reading of the line, often with the fix (a recipe key to set).
+            out.print(printable(f"    means: {f.finding['explanation']}"), markup=False,
+                      highlight=False)
         line = f.line if len(f.line) <= 300 else f.line[:300] + " …"
         where = f"line {f.line_no}: " if f.line_no else ""
         out.print(printable(f"    {where}{line}"), markup=False, highlight=False)

@@ -36,7 +36,7 @@ from service.models import (
 )
 from service.queries.test_timings import seconds_per_file
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
-from workers.pipeline.cache.gc import collect_garbage_per_settings
+from workers.pipeline.cache.gc import collect_garbage_per_settings, remove_tree
 from workers.pipeline.cache.layout import build_dir as cache_build_dir
 from workers.pipeline.cache.layout import stamp
 from workers.pipeline.env.commit_dates import commit_date
@@ -122,6 +122,8 @@ def execute_run(
     if settings.sandbox:
         probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
         shield_worker_environ()
+    if claimed.attempt == 1:
+        _fresh_run_dir(ctx.run_dir)
     try:
         ctx.run_dir.mkdir(parents=True, exist_ok=True)
         with (
@@ -137,6 +139,14 @@ def execute_run(
         state = _ended_by(ctx, raised, retry_infra=retry_infra)
     ctx.on_event(RunEvent(run_id, "done", "", state.value))
     return state.value
+
+
+def _fresh_run_dir(run_dir: Path) -> None:
+    """A first attempt starts in an empty dir: files left under this id (a refused run's
+    whose row was deleted, a database restored from a backup) are never this run's logs."""
+    if run_dir.exists():
+        log.warning("run dir %s holds files of an earlier run under this id: removed", run_dir)
+        remove_tree(run_dir)
 
 
 def _claim(engine: Engine, settings: Settings, run_id: int, worker_id: str) -> _Claimed | None:

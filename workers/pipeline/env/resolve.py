@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import urllib.error
@@ -247,29 +248,62 @@ def _pip_env_for_index(index_url: str) -> dict[str, str]:
     return env
 
 
+# The machine's pip settings a resolution honours, as pip reads them from the environment
+# (a child's HOME is the run's, so the operator's user config is handed over by path).
+_MACHINE_PIP_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX",
+                     "PIP_CONSTRAINT", "PIP_CONFIG_FILE", "PIP_TRUSTED_HOST", "PIP_CERT",
+                     "PIP_PRE")
+
+
+def machine_pip_environ(parent: dict[str, str] | None = None) -> dict[str, str]:
+    """What this machine's own ``pip install torch==X`` would see: its PIP_* variables and
+    its user's pip.conf (global ones, /etc/pip.conf and /etc/xdg/pip, pip reads anyway)."""
+    parent = dict(os.environ) if parent is None else parent
+    env = {k: parent[k] for k in _MACHINE_PIP_VARS if parent.get(k)}
+    if "PIP_CONFIG_FILE" not in env and parent.get("HOME"):
+        home = Path(parent["HOME"])
+        xdg = Path(parent.get("XDG_CONFIG_HOME") or home / ".config")
+        for candidate in (xdg / "pip" / "pip.conf", home / ".pip" / "pip.conf"):
+            if candidate.is_file():
+                env["PIP_CONFIG_FILE"] = str(candidate)
+                break
+    return env
+
+
+_CREDENTIALS = re.compile(r"://[^/@\s]+@")
+
+
+def _log_pip_settings(env: dict[str, str], cwd: Path, log: LogSink) -> None:
+    """The settings (indexes, find-links, constraints) the resolution ran with, in the log."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    wanted = ("index-url", "find-links", "constraint", "no-index")
+    settings = [_CREDENTIALS.sub("://***@", line) for line in proc.stdout.splitlines()
+                if any(w in line for w in wanted)]
+    log.write("ootci: pip resolved with " + ("; ".join(settings) if settings
+                                               else "no index, find-links or constraint settings"))
+
+
 def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
-    """Ask pip which torch the requirement means, without installing anything."""
+    """Ask pip which torch the requirement means, without installing anything: with the
+    machine's pip settings (find-links, extra indexes, constraints), unless the spec or
+    OOTCI_TORCH_INDEX_URL names the one index to use."""
     if spec.index_url:
         _fetch(f"{spec.index_url}/torch/")  # pip ignores dead indexes silently: fail fast here
     with tempfile.TemporaryDirectory(prefix="ootci-resolve-") as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--dry-run",
-            "--ignore-installed",
-            "--no-deps",
-            "--quiet",
-            "--report",
-            str(report),
-            spec.requirement,
-        ]
-        env = child_env({})
+        # Not --quiet: pip's "conflict is caused by" lines are the reason a user needs.
+        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+               "--no-deps", "--disable-pip-version-check", "--report", str(report),
+               spec.requirement]
+        env = child_env(machine_pip_environ())
         if spec.index_url:
             cmd += ["--index-url", spec.index_url]
             env = _pip_env_for_index(spec.index_url)
+        _log_pip_settings(env, Path(tmp), log)
         first_line = log.lines_written
         result = run_streaming(cmd, cwd=Path(tmp), env=env, log=log, timeout_s=600)
         if result.returncode != 0 or not report.is_file():
@@ -295,15 +329,33 @@ def pip_failure(
     """Why pip could not resolve ``requirement``, from its ``output``: the machine's fault
     (pip killed, or what the classifier finds is the network or the disk) is infra and
     retried; anything else is the requirement's (a usage error)."""
-    reasons = [line for line in output if "ERROR" in line or "error:" in line]
+    reasons = [line for line in output if ("ERROR" in line or "error:" in line)
+               and "for help visit" not in line]
     finding = classify_log("\n".join(output), Stage.PROVISION)
     machine = (finding is not None and finding.category is Category.INFRA
                and finding.subtype in _MACHINE_FAULTS)
     if result.killed_reason or machine:
         why = result.killed_reason or (reasons[-1] if reasons else f"see {log_path}")
         return ProvisionError(f"pip failed (network or disk) resolving {requirement!r}: {why}")
-    reason = "; ".join(reasons[-3:]) or f"pip exited with {result.returncode}"
+    reason = "; ".join([*reasons[-3:], *_conflict_causes(output)]) or (
+        f"pip exited with {result.returncode}")
     return SpecError(f"torch requirement {requirement!r} does not resolve: {reason}")
+
+
+def _conflict_causes(output: list[str]) -> list[str]:
+    """pip's "The conflict is caused by:" lines (e.g. a machine-wide constraint capping
+    torch), which say why, where the ERROR line only says that."""
+    causes: list[str] = []
+    inside = False
+    for line in output:
+        text = line.strip()
+        if text.startswith("The conflict is caused by"):
+            inside = True
+        elif inside and (text.startswith("The user requested") or " depends on " in text):
+            causes.append(text)
+        elif inside and causes and not text:
+            break
+    return causes
 
 
 def fetch_wheel(
@@ -403,5 +455,7 @@ def resolve(
         artifact = _resolve_wheel(spec, cache_dir, log)
     else:
         raise SpecError(f"torch spec {spec.text!r}: a {spec.kind} spec has no artifact")
-    log.write(f"ootci: {spec.text!r} resolved to torch {artifact.version} ({artifact.url})")
+    log.write(f"ootci: {spec.text!r} resolved to torch {artifact.version} from {artifact.url}"
+              + (" (a local file: find-links or a file index)" if artifact.url.startswith("file:")
+                 else ""))
     return artifact

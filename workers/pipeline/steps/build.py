@@ -85,6 +85,24 @@ def build_sandbox(
     )
 
 
+def _install_build_requires(recipe: Recipe, env: TorchEnv, build_dir: Path, log: LogSink) -> bool:
+    """``[build] requires`` into the run's own env before the build: a
+    ``--no-build-isolation`` build sees nothing else. Wheels only (no sdist's setup.py runs
+    outside the sandbox), torch held at the env's version (a build dependency must not
+    replace the torch built against)."""
+    constraints = build_dir / "build-constraints.txt"
+    constraints.write_text(f"torch=={env.version}\n", encoding="utf-8")
+    command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
+               "--only-binary=:all:", "-c", str(constraints), *recipe.build_requires]
+    log.write(f"ootci: installing the recipe's [build] requires: {' '.join(recipe.build_requires)}")
+    result = run_streaming(command, cwd=build_dir, env=child_env({}, pythonpath_front=env.pythonpath),
+                           log=log, timeout_s=1800)
+    if result.returncode != 0:
+        log.write(f"ootci: installing [build] requires failed (exit {result.returncode}): "
+                  "check each is a pip requirement with a wheel for this Python")
+    return result.returncode == 0
+
+
 def build(
     recipe: Recipe,
     env: TorchEnv,
@@ -108,6 +126,11 @@ def build(
     environ = build_environ(recipe, env, build_dir, cache_dir)
     lock_path = lock_file or default_lock_file(recipe.source_dir)
     log.write(f"ootci: building {recipe.name} against torch {env.version} ({env.spec})")
+    if recipe.build_requires and not _install_build_requires(recipe, env, build_dir, log):
+        return StepOutcome(
+            StepStatus.FAILED, None,
+            "could not install [build] requires: " + " ".join(recipe.build_requires), log.path,
+        )
     if sandbox is not None:
         log.write(sandbox.describe())
         sandbox.prepare()

@@ -6,6 +6,7 @@ name = "torch_openreg"
 [build]
 command = ["{python}", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "."]
 env = { MAX_JOBS = "2" }              # optional
+requires = ["pyyaml", "ninja"]        # optional: pip requirements the build imports
 [test]
 command = ["{python}", "-m", "pytest", "tests", "--junitxml={junit}"]
 timeout_per_test = 300                # optional, seconds
@@ -18,8 +19,12 @@ import = "torch_openreg"              # optional: a module to import when it doe
 Commands run from the backend dir. ``{python}`` becomes the provisioned interpreter and
 ``{junit}`` the JUnit XML path. ``[build] env`` becomes ``Recipe.env`` (the build step's),
 ``[test] env`` becomes ``Recipe.test_env``: a test switch must not change what gets built.
-``[test] requires`` are the suite's own dependencies, installed into the run's env before
-it runs; without it, the backend's ``[project.optional-dependencies] test`` (pyproject.toml).
+``[build] requires`` are what the build itself needs besides torch, setuptools and wheel
+(a ``--no-build-isolation`` build sees only the run's env), installed into the run's env
+before the build command. ``[test] requires`` are the suite's own dependencies, installed
+into the run's env before it runs; without it, the backend's
+``[project.optional-dependencies] test`` (pyproject.toml). docs/recipes.md is the
+reference of every key.
 ``[conformance]`` makes the run test the backend's device against ootci's conformance suite
 after its own tests (``testrun/conformance.py``), with the ``[test] env``.
 """
@@ -47,6 +52,7 @@ class Recipe:
     test_command: tuple[str, ...]
     timeout_per_test_s: int = 300
     env: dict[str, str] = field(default_factory=dict)  # [build] env
+    build_requires: tuple[str, ...] = ()  # [build] requires (pip requirement strings)
     test_env: dict[str, str] = field(default_factory=dict)  # [test] env
     # [test] requires (pip requirement strings), else the backend's own `test` extra.
     test_requires: tuple[str, ...] = ()
@@ -66,7 +72,7 @@ class Recipe:
 
 _KNOWN = {
     "backend": {"name"},
-    "build": {"command", "env"},
+    "build": {"command", "env", "requires"},
     "test": {"command", "timeout_per_test", "env", "requires"},
 }
 # Tables a recipe may leave out.
@@ -140,6 +146,7 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
         test_command=test_command,
         timeout_per_test_s=timeout,
         env=_env(data, "build", path),
+        build_requires=_requires(data, "build", path),
         test_env=_env(data, "test", path),
         test_requires=_test_requires(data, path, source_dir),
         conformance_device=device,
@@ -173,13 +180,17 @@ def _conformance(data: dict[str, Any], path: Path) -> tuple[str | None, str | No
 
 def _test_requires(data: dict[str, Any], path: Path, source_dir: Path) -> tuple[str, ...]:
     if "requires" in data["test"]:
-        requires = data["test"]["requires"]
-        if not isinstance(requires, list) or not all(
-            isinstance(r, str) and r.strip() for r in requires
-        ):
-            raise RecipeError(f"{path}: test.requires must be a list of pip requirement strings")
-        return tuple(requires)
+        return _requires(data, "test", path)
     return _test_extra(source_dir)
+
+
+def _requires(data: dict[str, Any], table: str, path: Path) -> tuple[str, ...]:
+    requires = data[table].get("requires", [])
+    if not isinstance(requires, list) or not all(
+        isinstance(r, str) and r.strip() for r in requires
+    ):
+        raise RecipeError(f"{path}: {table}.requires must be a list of pip requirement strings")
+    return tuple(requires)
 
 
 def _test_extra(source_dir: Path) -> tuple[str, ...]:

@@ -125,3 +125,17 @@ def test_no_test_extra_means_no_test_requires(tmp_path: Path) -> None:
 def test_malformed_test_requires_are_refused(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="test.requires"):
         load_recipe(write(tmp_path, GOOD + "requires = 'expecttest'\n"))
+
+
+def test_build_requires_are_read_and_default_to_none(tmp_path: Path) -> None:
+    assert load_recipe(write(tmp_path, GOOD)).build_requires == ()
+    text = GOOD.replace('env = { MAX_JOBS = "1" }', 'env = { MAX_JOBS = "1" }\nrequires = ["pyyaml"]')
+    recipe = load_recipe(write(tmp_path, text))
+    assert recipe.build_requires == ("pyyaml",)
+    assert recipe.test_requires == ()  # a build requirement is not the suite's
+
+
+def test_malformed_build_requires_are_refused(tmp_path: Path) -> None:
+    text = GOOD.replace('env = { MAX_JOBS = "1" }', 'env = { MAX_JOBS = "1" }\nrequires = "pyyaml"')
+    with pytest.raises(RecipeError, match="build.requires"):
+        load_recipe(write(tmp_path, text))
