@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.domain.admission import CallerPolicy
+from service.domain.crash_storm import DEFAULT_RESTART_BUDGET
 
 DEFAULT_HOME = Path(".ootci")
 
@@ -93,6 +94,11 @@ class Settings(BaseSettings):
         7200, ge=60, description="A running run whose worker vanished is re-claimable after this."
     )
     rerun_failed_tests: bool = Field(True, description="Rerun failing tests once to spot flakes.")
+    test_restart_budget: int = Field(
+        DEFAULT_RESTART_BUDGET, ge=1,
+        description="pytest restarts after crashes one test step (each part of it) may make; "
+        "the tests left then, like those after a third alike crash, are skipped as not run.",
+    )
     cache_max_age_days: int = Field(
         7, ge=1, description="Torch envs, build dirs, git mirrors and run dirs unused this long are removed before a run."
     )

@@ -24,9 +24,12 @@ NOT_A_BREAKAGE = {"flake", "infra"}
 
 
 def _title(failure: Failure) -> str:
+    """What names the breakage: its subtype and the capture that names the break (a crash
+    by its signature), else the failure's line."""
     captures = failure.captures or {}
     subject = next(
-        (str(captures[k]) for k in ("symbol", "header", "class", "test", "op") if captures.get(k)),
+        (str(captures[k]) for k in ("crash", "symbol", "header", "class", "test", "op")
+         if captures.get(k)),
         failure.nodeid or "",
     )
     kind = failure.subtype or failure.triage or "failure"

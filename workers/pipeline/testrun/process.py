@@ -57,6 +57,8 @@ class PytestProcess:
     started: list[str] = field(default_factory=list)
     # The files pytest would collect, from a listing run (parallel.py).
     files: list[str] = field(default_factory=list)
+    # The node ids it was about to run, after deselection (the plugin's ``collected``).
+    collected: list[str] = field(default_factory=list)
     session_finished: bool = False
 
     @property
@@ -298,6 +300,8 @@ class PytestRunner:
                 state.session_finished = True
             elif kind == "test_file":
                 state.files.append(str(event["path"]))
+            elif kind == "collected":
+                state.collected = [str(n) for n in event.get("nodeids", ())]
         return state
 
 
