@@ -61,8 +61,7 @@ def test_a_seeding_crash_storm_ends_the_step_at_the_third_crash_as_one_upstream_
         assert "crash storm: 3 tests crashed the same way" in log
         outcomes = {t.nodeid: (t.outcome, t.message) for t in second.test_results}
         crashed = [n for n, (o, _) in outcomes.items() if o == "crashed"]
-        assert [n.rsplit("/", 1)[-1] for n in crashed] == [
-            f"test_seed_a.py::test_{i}" for i in range(3)]
+        assert crashed == [f"tests/test_seed_a.py::test_{i}" for i in range(3)]
         assert {m for n, (o, m) in outcomes.items() if o == "crashed"} == {CRASH}
         not_run = {n: m for n, (o, m) in outcomes.items() if o == "skipped"}
         assert len(not_run) == 7

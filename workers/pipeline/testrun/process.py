@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import time
 from collections.abc import Iterable
@@ -137,7 +138,11 @@ def plugin_environ(
     build_dir: Path | None,
     id_files: dict[str, str],
 ) -> dict[str, str]:
-    addopts = " ".join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors", *timeout_args])
+    # --rootdir: node ids are relative to the backend's tree whatever config pytest finds
+    # above it (a checkout holding ./.ootci), never to a run tree's cache path, so a test
+    # keeps its id, history and breakage across edits, shas and homes.
+    addopts = shlex.join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors",
+                          f"--rootdir={recipe.source_dir}", *timeout_args])
     overrides = {
         **recipe.test_env,
         "OOTCI_RESULTS": str(results),
