@@ -1,4 +1,4 @@
-"""test_results.nodeid and failures.nodeid without a run tree's location in front
+"""stable node ids (test_results, failures); failures.consequences
 
 pytest picked its rootdir above a run's copy of a backend when the backend had no pytest
 config of its own and the checkout holding ``./.ootci`` had one: node ids came out as
@@ -8,6 +8,9 @@ edit, sha and home, so a test lost its history and its breakage. The test step n
 ``service.domain.nodeids.stable_nodeid`` does (its pattern frozen here: a migration does
 not change when the domain does). ``ootci reclassify`` recomputes the fingerprints and
 breakages from the re-keyed ids.
+
+``failures.consequences``: the failures folded into this one because they only repeat its
+cause (``service/domain/consequences.py``); stored ones have none.
 
 Revision ID: 0016
 Revises: 0014
@@ -51,7 +54,12 @@ def _rekey(table: str) -> None:
 def upgrade() -> None:
     _rekey("test_results")
     _rekey("failures")
+    with op.batch_alter_table("failures") as batch:
+        batch.add_column(sa.Column("consequences", sa.JSON(), nullable=False,
+                                   server_default=sa.text("'[]'")))
 
 
 def downgrade() -> None:
-    pass  # where each tree was is not kept: the stable ids stay
+    with op.batch_alter_table("failures") as batch:
+        batch.drop_column("consequences")
+    # Where each tree was is not kept: the stable ids stay.

@@ -72,7 +72,9 @@ def test_0014_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_tr
                               "backend", False)
 
 
-def test_0016_rekeys_node_ids_stored_with_a_run_trees_location(db_url: str) -> None:
+def test_0016_rekeys_node_ids_and_adds_no_consequences_to_stored_failures(db_url: str) -> None:
+    import json
+
     from sqlalchemy import text
 
     engine = make_engine(db_url)
@@ -99,7 +101,10 @@ def test_0016_rekeys_node_ids_stored_with_a_run_trees_location(db_url: str) -> N
     with engine.connect() as conn:
         results = conn.execute(text("SELECT nodeid FROM test_results ORDER BY id")).scalars().all()
         failures = conn.execute(text("SELECT nodeid FROM failures ORDER BY id")).scalars().all()
+        folded = conn.execute(text("SELECT consequences FROM failures")).scalars().all()
     engine.dispose()
     expected = ["tests/test_x.py::test_y[a/b]", "tests/test_z.py::test_z",
                 "tests/sources/x/test_keep.py::test_keep"]
     assert results == failures == expected
+    # Stored failures folded nothing (SQLite hands the JSON back as text).
+    assert [json.loads(c) if isinstance(c, str) else c for c in folded] == [[], [], []]

@@ -20,6 +20,7 @@ from service.domain.classify import (
     classify_log,
     classify_test_failure,
 )
+from service.domain.consequences import StepFailure, fold
 from service.domain.triage import judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
@@ -157,6 +158,26 @@ def _failure(
     )
 
 
+def fold_consequences(
+    pairs: list[tuple[Failure, Finding | None]], tests: TestRunOutcome | None
+) -> list[tuple[Failure, Finding | None]]:
+    """``pairs`` without the failures that only repeat an earlier one's cause (the modules
+    a half-imported torch fails after the first import error, a crash at session exit
+    after it: ``service/domain/consequences.py``), in the order they were recorded. Each
+    cause lists its consequences; they get no row and no breakage of their own."""
+    messages = {r.nodeid: r.message for r in (tests.results if tests else ())}
+    steps = [StepFailure(f.nodeid, f.stage, "\n".join(
+        m for m in (messages.get(f.nodeid or ""), f.line) if m), f.fingerprint)
+        for f, _ in pairs]
+    folded = fold(steps)
+    for index, cause in sorted(folded.items()):
+        failure, root = pairs[index][0], pairs[cause][0]
+        message = messages.get(failure.nodeid or "") or failure.line
+        root.consequences = [*(root.consequences or ()),
+                             {"nodeid": failure.nodeid, "message": message}]
+    return [pair for i, pair in enumerate(pairs) if i not in folded]
+
+
 def collect(
     session: Session,
     run: Run,
@@ -170,7 +191,7 @@ def collect(
     """Classify, triage and group the run's failures; return the state the run ends in.
     ``build`` is None when the ``provision`` step failed (torch itself does not import)."""
     own = backend_packages(session.get_one(Backend, run.backend_id).name)
-    pairs = _classified_failures(run, build, tests, own, provision)
+    pairs = fold_consequences(_classified_failures(run, build, tests, own, provision), tests)
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
     history = history_for(session, run, [f for f, _ in pairs])
     verdicts: list[TriageVerdict] = []
