@@ -3,7 +3,7 @@ step with the tests left recorded as not run; anything less restarts pytest as b
 
 A scripted runner plays pytest processes (what the plugin would have written for each: the
 tests collected after deselection, started, finished) so every branch is cheap; the real
-processes are ``tests/integration/test_crash_storm.py``'s."""
+processes are ``tests/integration/test_pipeline_crash_storm.py``'s."""
 
 from __future__ import annotations
 
