@@ -75,7 +75,7 @@ def test_a_seeding_crash_storm_ends_the_step_at_the_third_crash_as_one_upstream_
         assert (second.verdict, second.verdict_subtype) == ("upstream", "crash")
         green_s, storm_s = _test_step_seconds(first), _test_step_seconds(second)
     engine.dispose()
-    # The storm costs about what the green suite does, not a restart per test.
+    # What it costs is bounded by the count of pytest processes asserted above (3, not one
+    # per test); the seconds only say so on a quiet machine (CONTRIBUTING: no timed tests).
     print(f"test step: green {green_s:.1f} s, storm {storm_s:.1f} s "
           f"({storm_s / max(green_s, 0.1):.1f}x)")
-    assert storm_s < 4 * max(green_s, 1.0)
