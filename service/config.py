@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.domain.admission import CallerPolicy
+from service.domain.crash_storm import DEFAULT_RESTART_BUDGET
 
 DEFAULT_HOME = Path(".ootci")
 
@@ -104,6 +105,11 @@ class Settings(BaseSettings):
         description="When a failure's history cannot tell torch from the backend, build this "
         "run's backend (and run only its failing tests) on the last torch it passed on, or on "
         "another pin: one isolating run per run at most.",
+    )
+    test_restart_budget: int = Field(
+        DEFAULT_RESTART_BUDGET, ge=1,
+        description="pytest restarts after crashes one test step (each part of it) may make; "
+        "the tests left then, like those after a third alike crash, are skipped as not run.",
     )
     cache_max_age_days: int = Field(
         7, ge=1, description="Torch envs, build dirs, git mirrors and run dirs unused this long are removed before a run."

@@ -95,6 +95,11 @@ class AttemptOut(BaseModel):
     steps: list[StepOut]
 
 
+class ConsequenceOut(BaseModel):
+    nodeid: str | None
+    message: str | None = None
+
+
 class FailureOut(_Orm):
     id: int
     step_name: str
@@ -123,6 +128,10 @@ class FailureOut(_Orm):
     isolate_against_run_id: int | None = Field(
         None, description="The run whose torch that isolating run would use (where the "
         "failure last passed); null when it never passed")
+    consequences: list[ConsequenceOut] = Field(
+        default_factory=list, description="Later failures of the step that only repeat this "
+        "one's cause (the test modules a half-imported torch fails after the first import "
+        "error), folded into it: they have no failure or breakage of their own")
 
 
 class MechanismOut(BaseModel):

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands.upsert import insert_or_ignore
+from service.domain.fingerprint import mask_paths
 from service.domain.verdict import Category, severity_rank
 from service.models import Breakage, BreakageStatus, Failure, Run, utcnow
 
@@ -24,13 +25,17 @@ NOT_A_BREAKAGE = {"flake", "infra"}
 
 
 def _title(failure: Failure) -> str:
+    """What names the breakage: its subtype and the capture that names the break (a crash
+    by its signature), else the failure's line; never a path of one machine's env, cache
+    or run dir, which would make the same break read differently on every home."""
     captures = failure.captures or {}
     subject = next(
-        (str(captures[k]) for k in ("symbol", "header", "class", "test", "op") if captures.get(k)),
+        (str(captures[k]) for k in ("crash", "symbol", "header", "class", "test", "op")
+         if captures.get(k)),
         failure.nodeid or "",
     )
     kind = failure.subtype or failure.triage or "failure"
-    return f"{kind}: {subject}" if subject else f"{kind}: {failure.line[:200]}"
+    return mask_paths(f"{kind}: {subject}" if subject else f"{kind}: {failure.line[:200]}")
 
 
 def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) -> list[Breakage]:

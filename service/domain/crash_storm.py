@@ -30,19 +30,27 @@ DEFAULT_RESTART_BUDGET = 50  # pytest restarts per step, whatever crashed
 def innermost_frame(tail: Iterable[str]) -> str | None:
     """``file-tail:function`` of the first frame of the crashing thread's dump, or None.
     The file keeps only its path from the package down (``torch/random.py``), so the
-    signature is the same in every env and machine."""
-    in_stack = False
+    signature is the same in every env and machine. faulthandler dumps every thread; the
+    one that crashed is ``Current thread``: the first frame of another thread (a timer of
+    pytest-timeout, a data loader) is only taken when no dump says which one crashed."""
+    current: str | None = None
+    other: str | None = None
+    header: str | None = None  # the header of the dump being read, until its first frame
     for line in tail:
         if _STACK_HEADER.match(line.strip()):
-            in_stack = True
+            header = line.strip()
             continue
-        if in_stack:
-            match = _FRAME.match(line)
-            if match:
-                return f"{_short_path(match['file'])}:{match['function']}"
-            if line.strip():
-                in_stack = False
-    return None
+        if header is None:
+            continue
+        match = _FRAME.match(line)
+        if match:
+            frame = f"{_short_path(match['file'])}:{match['function']}"
+            if header.startswith("Current thread"):
+                current = current or frame
+            else:
+                other = other or frame
+        header = None
+    return current or other
 
 
 def _short_path(path: str) -> str:

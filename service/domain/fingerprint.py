@@ -32,12 +32,15 @@ _PARAMETRISATION = re.compile(r"\[.*\]$")
 
 _PATH_STOP = r"""[^\s:'"‘’`()<>,;\[\]{}]"""
 # Masks that make text machine- and build-independent; order matters (paths before numbers).
-_STABLE_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+_PATH_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     # A torch install anywhere (venv, overlay in /tmp, conda): keep the path inside torch/.
     (re.compile(rf"(?<![\w.]){_PATH_STOP}*/torch/(include|lib|share|csrc)/"), r"<torch>/\1/"),
     (re.compile(rf"(?<![\w.]){_PATH_STOP}*/(?:site|dist)-packages/"), "<site>/"),
     # Any other absolute path: only its last component is stable across machines.
     (re.compile(rf"(?<![\w.<>])(?:/{_PATH_STOP}+)+/({_PATH_STOP}*)"), r"<path>/\1"),
+)
+_STABLE_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    *_PATH_MASKS,
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     # torch versions and other dotted versions: 2.13.0+cpu, 2.14.0.dev20251101+cu128.
     (re.compile(r"\b\d+(?:\.\d+)+(?:(?:a|b|rc)\d+)?(?:\.dev\d+)?(?:\+[A-Za-z0-9_.]+)?"), "<ver>"),
@@ -48,6 +51,14 @@ _STABLE_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
 # captures where the digits are the point (C++17 vs C++20).
 DIGITS_MATTER = frozenset({"standard"})
 _NUMBER = re.compile(r"\b\d+\b")
+
+
+def mask_paths(text: str) -> str:
+    """``text`` without the absolute paths that say where a run happened (its env, cache,
+    run dir, home): what a title shows. Numbers, versions and hashes are kept."""
+    for pattern, repl in _PATH_MASKS:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def mask(text: str, *, numbers: bool = True) -> str:

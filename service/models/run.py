@@ -268,6 +268,10 @@ class Failure(Base):
     needs_isolation: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     isolate_against_run_id: Mapped[int | None] = mapped_column(Integer)
     breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
+    # Failures of the same step that only repeat this one's cause (a half-imported torch
+    # failing every later test module: service/domain/consequences.py), folded into it:
+    # [{"nodeid": ..., "message": ...}] in the order they happened. They have no row.
+    consequences: Mapped[list[Any]] = mapped_column(default=list)
 
     run: Mapped[Run] = relationship(back_populates="failures")
 

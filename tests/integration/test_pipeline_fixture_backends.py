@@ -103,7 +103,8 @@ def test_segfaulting_suite_records_every_test(
         "test_b2_skipped": "skipped",
     }
     segv = by_name["test_a3_segfaults_in_cpp"]
-    assert segv.message == "Segmentation fault (SIGSEGV)"
+    # The signal and the innermost Python frame: the backend's function that called in.
+    assert segv.message == "Segmentation fault (SIGSEGV) in segfault_backend/__init__.py:read_device_pointer"
     assert "read_device_pointer" in (segv.details or "")  # faulthandler's Python stack
     # The recipe's limit; pytest-timeout normally fires, ootci's watchdog if the box is slow.
     assert (by_name["test_a5_hangs"].message or "").startswith("timed out after 3 s")

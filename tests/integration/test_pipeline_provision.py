@@ -14,7 +14,6 @@ import hashlib
 import http.server
 import importlib.metadata
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_torch import BROKEN_INIT, build_wheel
+from tests.support.torch_overlay import overlay_of_installed_torch
 from tests.support.waiting import wait_until
 from workers.pipeline.cache.layout import STAMP
 from workers.pipeline.env.installer import Installer
@@ -141,28 +141,9 @@ def test_installed_is_the_running_torch_in_a_thin_env_of_its_own(tmp_path: Path)
     assert (again.env_key, again.python) == (env.env_key, env.python)
 
 
-def _overlay_of_installed_torch(root: Path, version: str, git_version: str) -> Path:
-    """Hard links of the installed torch plus one patched file (a fresh inode, so the
-    installed torch is untouched)."""
-    installed = Path(importlib.util.find_spec("torch").origin).parent  # type: ignore[arg-type,union-attr]
-    overlay = root / "overlay"
-    try:
-        shutil.copytree(installed, overlay / "torch", copy_function=os.link)
-    except shutil.Error as exc:  # EXDEV: tmp on another filesystem than the venv
-        pytest.skip(f"cannot hard-link the installed torch into {root}: {exc.args[0][:1]}")
-    version_py = overlay / "torch" / "version.py"
-    text = version_py.read_text()
-    version_py.unlink()
-    original = importlib.metadata.version("torch")
-    assert f"__version__ = '{original}'" in text
-    patched = text.replace(f"__version__ = '{original}'", f"__version__ = '{version}'")
-    version_py.write_text(patched + f"\ngit_version = '{git_version}'\n")
-    return overlay
-
-
 @pytest.mark.slow
 def test_path_overlay_comes_first(tmp_path: Path) -> None:
-    overlay = _overlay_of_installed_torch(tmp_path, "2.13.0+overlay", "f" * 40)
+    overlay = overlay_of_installed_torch(tmp_path, "2.13.0+overlay", "f" * 40)
     env = do_provision(f"path:{overlay}", tmp_path / "cache", tmp_path / "log")
     assert env.source_kind == "path"
     assert (env.version, env.git_version) == ("2.13.0+overlay", "f" * 40)

@@ -60,8 +60,10 @@ def test_crashes_cost_one_result_each(installed: TorchEnv, tmp_path: Path) -> No
         "test_later": "passed",
     }
     crashed = {r.nodeid.split("::")[-1]: r for r in result.results if r.outcome == "crashed"}
-    assert crashed["test_2_segfaults"].message == "Segmentation fault (SIGSEGV)"
-    assert crashed["test_4_aborts"].message == "Aborted (SIGABRT)"
+    # The signal and where it died (faulthandler's innermost frame): the crash's signature.
+    assert crashed["test_2_segfaults"].message == (
+        "Segmentation fault (SIGSEGV) in ctypes/__init__.py:string_at")
+    assert crashed["test_4_aborts"].message == "Aborted (SIGABRT) in tests/test_crashy.py:test_4_aborts"
     # faulthandler's traceback names the crashing test.
     assert "Fatal Python error: Segmentation fault" in (crashed["test_2_segfaults"].details or "")
     assert "test_2_segfaults" in (crashed["test_2_segfaults"].details or "")

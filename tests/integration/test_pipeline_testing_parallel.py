@@ -114,7 +114,8 @@ def test_parallel_records_what_serial_records(installed: object, tmp_path: Path)
         "tests/test_a_plain.py::test_fails": ("failed", "AssertionError: always\nassert 1 == 2"),
         "tests/test_a_plain.py::test_skipped": ("skipped", "Skipped: not on this device"),
         "tests/test_b_aborts.py::test_before_abort": ("passed", None),
-        "tests/test_b_aborts.py::test_aborts": ("crashed", "Aborted (SIGABRT)"),
+        "tests/test_b_aborts.py::test_aborts": (
+            "crashed", "Aborted (SIGABRT) in tests/test_b_aborts.py:test_aborts"),
         "tests/test_b_aborts.py::test_after_abort": ("passed", None),
         "tests/test_c_hangs.py::test_before_hang": ("passed", None),
         "tests/test_c_hangs.py::test_hangs": ("crashed", "<hang>"),

@@ -27,6 +27,11 @@ def _rewrite(path: Path, edit: Callable[[str], str]) -> None:
     path.write_text(edit(text))
 
 
+# torch/random.py's manual_seed, made to die like a C++ crash inside it: faulthandler's
+# own SIGSEGV, so the innermost Python frame of the dump is manual_seed.
+SEGFAULTING_MANUAL_SEED = "\n\ndef manual_seed(seed):\n    import faulthandler\n    faulthandler._sigsegv()\n"
+
+
 def overlay_of_installed_torch(
     root: Path, version: str, git_version: str,
     patches: Mapping[str, Callable[[str], str]] | None = None,

@@ -70,3 +70,41 @@ def test_0014_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_tr
         (3, "upstream", "new")]
     assert tuple(failure) == ("unknown", "not triaged when stored; the rule suggests backend",
                               "backend", False)
+
+
+def test_0015_rekeys_node_ids_and_adds_no_consequences_to_stored_failures(db_url: str) -> None:
+    import json
+
+    from sqlalchemy import text
+
+    engine = make_engine(db_url)
+    upgrade(engine, "0015-1")  # the revision before it, whichever that is
+    old = ".ootci/cache/sources/pyonly/nogit-0123abcd/tests/test_x.py::test_y[a/b]"
+    git = "/w/cache/sources/vendor/0123456789abcdef01234567-89abcdef/tests/test_z.py::test_z"
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO backends (id, name, source, recipe, created_at) "
+            "VALUES (1, 'b', '/src/b', '{}', CURRENT_TIMESTAMP)"))
+        conn.execute(text(
+            "INSERT INTO runs (id, backend_id, torch_spec, state, trigger, trigger_info, "
+            "created_at, attempts) VALUES (1, 1, 'nightly', 'failed', 'cli', '{}', "
+            "CURRENT_TIMESTAMP, 1)"))
+        for i, nodeid in enumerate((old, git, "tests/sources/x/test_keep.py::test_keep"), 1):
+            conn.execute(text(
+                "INSERT INTO test_results (id, run_id, nodeid, suite, outcome) "
+                "VALUES (:id, 1, :nodeid, 's', 'failed')"), {"id": i, "nodeid": nodeid})
+            conn.execute(text(
+                "INSERT INTO failures (id, run_id, step_name, stage, nodeid, line, captures, "
+                "finding) VALUES (:id, 1, 'test', 'test', :nodeid, 'x', '{}', '{}')"),
+                {"id": i, "nodeid": nodeid})
+    upgrade(engine)
+    with engine.connect() as conn:
+        results = conn.execute(text("SELECT nodeid FROM test_results ORDER BY id")).scalars().all()
+        failures = conn.execute(text("SELECT nodeid FROM failures ORDER BY id")).scalars().all()
+        folded = conn.execute(text("SELECT consequences FROM failures")).scalars().all()
+    engine.dispose()
+    expected = ["tests/test_x.py::test_y[a/b]", "tests/test_z.py::test_z",
+                "tests/sources/x/test_keep.py::test_keep"]
+    assert results == failures == expected
+    # Stored failures folded nothing (SQLite hands the JSON back as text).
+    assert [json.loads(c) if isinstance(c, str) else c for c in folded] == [[], [], []]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import time
 from collections.abc import Iterable
@@ -57,6 +58,8 @@ class PytestProcess:
     started: list[str] = field(default_factory=list)
     # The files pytest would collect, from a listing run (parallel.py).
     files: list[str] = field(default_factory=list)
+    # The node ids it was about to run, after deselection (the plugin's ``collected``).
+    collected: list[str] = field(default_factory=list)
     session_finished: bool = False
 
     @property
@@ -135,7 +138,11 @@ def plugin_environ(
     build_dir: Path | None,
     id_files: dict[str, str],
 ) -> dict[str, str]:
-    addopts = " ".join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors", *timeout_args])
+    # --rootdir: node ids are relative to the backend's tree whatever config pytest finds
+    # above it (a checkout holding ./.ootci), never to a run tree's cache path, so a test
+    # keeps its id, history and breakage across edits, shas and homes.
+    addopts = shlex.join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors",
+                          f"--rootdir={recipe.source_dir}", *timeout_args])
     overrides = {
         **recipe.test_env,
         "OOTCI_RESULTS": str(results),
@@ -298,6 +305,8 @@ class PytestRunner:
                 state.session_finished = True
             elif kind == "test_file":
                 state.files.append(str(event["path"]))
+            elif kind == "collected":
+                state.collected = [str(n) for n in event.get("nodeids", ())]
         return state
 
 

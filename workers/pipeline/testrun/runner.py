@@ -5,7 +5,8 @@ test and a ``finished`` line after it to ``<work_dir>/results.jsonl``. When pyte
 segfault in the backend, an abort, a per-test timeout) the test that started and never
 finished is the one that killed it: it is recorded as ``crashed`` and pytest is started
 again with every recorded test deselected, so one bad kernel costs one result, not the
-suite. Failures are then rerun once in a fresh process; a pass there makes them ``flaky``.
+suite; a storm of alike crashes ends the restarts (``restarts.py``). Failures are then
+rerun once in a fresh process; a pass there makes them ``flaky``.
 
 The JSONL, not the JUnit XML, is the source of truth: it survives the crash. JUnit files are
 still written by pytest for humans and other tools: ``junit.xml`` for the first run,
@@ -26,36 +27,30 @@ from pathlib import Path
 from typing import Any
 
 from service.config import Settings
+from service.domain.crash_storm import DEFAULT_RESTART_BUDGET, CrashStorm
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.env.torch_env import TorchEnv
-from workers.pipeline.isolation.procs import ProcResult, child_env, describe_signal, run_streaming
+from workers.pipeline.isolation.procs import child_env, describe_signal, run_streaming
 from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
 from workers.pipeline.testrun.parallel import PartResult, keyed_by_path, partition, run_parts
-from workers.pipeline.testrun.process import (
-    RESULTS_FILE,
-    PytestRunner,
-    crash_message,
-    record_of,
-    write_ids,
-)
+from workers.pipeline.testrun.process import RESULTS_FILE, PytestRunner, write_ids
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
+from workers.pipeline.testrun.restarts import (
+    COLLECTION_NODEID,
+    NO_TESTS,
+    RAN,
+    SESSION_EXIT_NODEID,
+    run_until_done,
+)
 
-__all__ = ["RESULTS_FILE", "TestRunOptions", "list_test_files", "outcome_of", "run_tests"]
+__all__ = ["COLLECTION_NODEID", "RESULTS_FILE", "SESSION_EXIT_NODEID", "TestRunOptions",
+           "list_test_files", "outcome_of", "run_tests"]
 
-# pytest exit codes (pytest.ExitCode) that mean "the suite ran".
-_RAN = {0, 1}
-_NO_TESTS = 5
-# Node ids of records that belong to no test: pytest died outside any test.
-COLLECTION_NODEID = "<collection>"
-SESSION_EXIT_NODEID = "<session exit>"
-# How much of the dying process's output a crash record keeps (faulthandler's traceback,
-# pytest-timeout's stack dump).
-_DETAIL_LINES = 80
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,9 @@ class TestRunOptions:
     serial step's. ``masker`` masks the parts' own logs like the step's. ``ignore_files``
     (absolute paths) are left out of the suite: a shard of a run (``shards.py``) runs only
     its own files. ``file_seconds`` (test file as pytest names it -> seconds it took last
-    time) balances the processes.
+    time) balances the processes. ``restart_budget`` bounds how often pytest is started
+    again after a crash in the step (in each part of a parallel step), and the third crash
+    with one signature ends the restarts anyway (``restarts.py``).
     """
 
     __test__ = False  # not a pytest class
@@ -91,12 +88,15 @@ class TestRunOptions:
     masker: SecretMasker | None = None
     ignore_files: Sequence[str] = ()
     file_seconds: Mapping[str, float] | None = None
+    restart_budget: int = DEFAULT_RESTART_BUDGET
 
     @classmethod
     def of_settings(cls, settings: Settings, **options: Any) -> TestRunOptions:
-        """The step's and each test's limits and the rerun of failures as the settings say."""
+        """The step's and each test's limits, the rerun of failures and the restarts after
+        crashes as the settings say."""
         return cls(timeout_s=settings.step_timeout_s, per_test_timeout_s=settings.test_timeout_s,
-                   rerun_failures=settings.rerun_failed_tests, **options)
+                   rerun_failures=settings.rerun_failed_tests,
+                   restart_budget=settings.test_restart_budget, **options)
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,8 @@ def _prepare(
 
 def _run_to_the_end(suite: _Suite, runner: PytestRunner) -> PartResult:
     """The suite (or a part of it) to its end, crash after crash; then its failures again."""
-    outcome = _run_until_done(runner)
+    storm = CrashStorm(restart_budget=suite.options.restart_budget)
+    outcome = run_until_done(runner, storm)
     if suite.options.rerun_failures and outcome.problem is None:
         _rerun_failures(runner, outcome.records, runner.log)
     return outcome
@@ -330,80 +331,9 @@ def _parts(
 def _listed_files(lister: PytestRunner) -> list[str]:
     lister.log.write("ootci: listing the suite's test files")
     state = lister.run(lister.work_dir / "junit.xml", list_files=True)
-    if state.proc.returncode not in {0, _NO_TESTS} or state.started:
+    if state.proc.returncode not in {0, NO_TESTS} or state.started:
         return []
     return list(dict.fromkeys(state.files))
-
-
-def _run_until_done(runner: PytestRunner) -> PartResult:
-    """Run pytest, restarting it after each crash without the tests already recorded.
-
-    Returns the records in the order tests ran, the first pytest process's result and,
-    when the suite could not be run to the end, why.
-    """
-    records: dict[str, TestRecord] = {}
-    first: ProcResult | None = None
-    problem: str | None = None  # why the step could not run the suite to the end
-    work_dir, log, per_test_s = runner.work_dir, runner.log, runner.per_test_s
-
-    while True:
-        junit = work_dir / ("junit.xml" if runner.attempt == 0 else f"junit.{runner.attempt}.xml")
-        state = runner.run(junit, deselect=list(records), select=runner.only)
-        proc, tail = state.proc, state.tail
-        first = first or proc
-        new = 0
-        for nodeid, event in state.finished.items():
-            if nodeid not in records:
-                records[nodeid] = record_of(event)
-                new += 1
-        crashed = state.unfinished
-        if crashed is not None and crashed in records:
-            # Deselection did not take (a node id pytest does not reproduce): stop rather
-            # than crash on the same test forever.
-            problem = f"pytest keeps dying in {crashed}"
-            break
-        if crashed is not None:
-            records[crashed] = TestRecord(
-                nodeid=crashed,
-                # A limit the backend's test broke is its failure, not a crash to blame on
-                # the torch under test.
-                outcome=Outcome.FAILED if state.limit_tripped else Outcome.CRASHED,
-                message=crash_message(state, per_test_s),
-                details="\n".join(tail[-_DETAIL_LINES:]),
-            )
-            log.write(f"ootci: {crashed} {records[crashed].outcome}: {records[crashed].message}")
-            if runner.step_killed is not None:
-                problem = runner.step_killed
-                break
-            if runner.remaining_s() <= 0:
-                problem = f"timed out after {runner.timeout_s} s"
-                break
-            continue  # restart without everything recorded so far
-        if runner.step_killed is not None:
-            problem = runner.step_killed
-            break
-        signal_text = describe_signal(proc.returncode)
-        if signal_text is not None:
-            # Died outside any test: while collecting, or after the last one (exit-time
-            # teardown of a backend is a real bug too).
-            nodeid = SESSION_EXIT_NODEID if state.session_finished else COLLECTION_NODEID
-            records[nodeid] = TestRecord(
-                nodeid=nodeid,
-                outcome=Outcome.CRASHED,
-                message=signal_text,
-                details="\n".join(tail[-_DETAIL_LINES:]),
-            )
-            break
-        if proc.returncode not in _RAN | {_NO_TESTS} and new == 0:
-            problem = (
-                f"cannot run the test command: {proc.start_error}"
-                if proc.start_error
-                else f"pytest exited with code {proc.returncode} without running tests"
-            )
-        break
-
-    assert first is not None  # the loop runs at least once
-    return PartResult(records, first, problem)
 
 
 def _rerun_failures(runner: PytestRunner, records: dict[str, TestRecord], log: LogSink) -> None:
@@ -424,7 +354,7 @@ def _rerun_failures(runner: PytestRunner, records: dict[str, TestRecord], log: L
                 details=first.details,
             )
     code = state.proc.returncode
-    if code not in _RAN:
+    if code not in RAN:
         log.write(f"ootci: the rerun ended with {describe_signal(code) or code}")
 
 

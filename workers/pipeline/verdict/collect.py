@@ -25,6 +25,7 @@ from service.domain.classify import (
     classify_log,
     classify_test_failure,
 )
+from service.domain.consequences import StepFailure, fold
 from service.domain.triage import IsolationResult, TriageEvidence, judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
@@ -44,7 +45,7 @@ from service.queries.regression import range_for
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.conformance import ConformanceOutcome
-from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
 
 
 def with_regressions(
@@ -110,11 +111,7 @@ def _classified_failures(
         return found
     results = [r for r in tests.results if r.outcome in Outcome.CLASSIFIED]
     for r in results:
-        # A test module that fails to import (collection error) is the import stage: that is
-        # where an undefined symbol in the backend's .so shows up.
-        stage = Stage.IMPORT if r.outcome == Outcome.ERROR and "::" not in r.nodeid else Stage.TEST
-        finding = blame_own_module(
-            classify_test_failure(r.nodeid, r.message, r.details, stage, outcome=r.outcome), own)
+        stage, finding = classify_test_record(r, own)
         found.append((_failure(run.id, StepName.TEST, stage, r.nodeid, finding, None), finding))
     if not results and tests.step.status is not StepStatus.PASSED:
         # The runner itself failed (no per-test evidence): classify its log.
@@ -123,6 +120,18 @@ def _classified_failures(
             (_failure(run.id, StepName.TEST, Stage.TEST, None, finding, tests.step), finding)
         )
     return found
+
+
+def classify_test_record(record: TestRecord, own: frozenset[str]) -> tuple[Stage, Finding]:
+    """A failing test's stage and finding, the one way every step classifies them (the run's
+    own tests here, the isolating run's in ``isolate.py``), so their fingerprints compare. A
+    test module that fails to import (a collection error) is the import stage: that is where
+    an undefined symbol in the backend's .so shows up."""
+    stage = (Stage.IMPORT if record.outcome == Outcome.ERROR and "::" not in record.nodeid
+             else Stage.TEST)
+    finding = classify_test_failure(record.nodeid, record.message, record.details, stage,
+                                    outcome=record.outcome)
+    return stage, blame_own_module(finding, own)
 
 
 def _failure(
@@ -185,7 +194,7 @@ def triage_failures(
     (the failures are not added to ``session``). ``build`` is None when the ``provision``
     step failed (torch itself does not import)."""
     own = backend_packages(session.get_one(Backend, run.backend_id).name)
-    pairs = _classified_failures(run, build, tests, own, provision)
+    pairs = fold_consequences(_classified_failures(run, build, tests, own, provision), tests)
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
     history = history_for(session, run, [f for f, _ in pairs])
     found = []
@@ -204,6 +213,26 @@ def retriage(triaged: list[Triaged], isolated: Mapping[int, IsolationResult]) ->
         evidence = replace(t.evidence, isolation=result)
         again[i] = replace(t, evidence=evidence, verdict=triage(t.finding, evidence))
     return again
+
+
+def fold_consequences(
+    pairs: list[tuple[Failure, Finding | None]], tests: TestRunOutcome | None
+) -> list[tuple[Failure, Finding | None]]:
+    """``pairs`` without the failures that only repeat an earlier one's cause (the modules
+    a half-imported torch fails after the first import error, a crash at session exit
+    after it: ``service/domain/consequences.py``), in the order they were recorded. Each
+    cause lists its consequences; they get no row and no breakage of their own."""
+    messages = {r.nodeid: r.message for r in (tests.results if tests else ())}
+    steps = [StepFailure(f.nodeid, f.stage, "\n".join(
+        m for m in (messages.get(f.nodeid or ""), f.line) if m), f.fingerprint)
+        for f, _ in pairs]
+    folded = fold(steps)
+    for index, cause in sorted(folded.items()):
+        failure, root = pairs[index][0], pairs[cause][0]
+        message = messages.get(failure.nodeid or "") or failure.line
+        root.consequences = [*(root.consequences or ()),
+                             {"nodeid": failure.nodeid, "message": message}]
+    return [pair for i, pair in enumerate(pairs) if i not in folded]
 
 
 def collect(

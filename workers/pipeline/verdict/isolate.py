@@ -33,9 +33,7 @@ from sqlalchemy.orm import Session
 from service.config import Settings
 from service.domain.classify import (
     backend_packages,
-    blame_own_module,
     classify_log,
-    classify_test_failure,
 )
 from service.domain.states import Outcome, StepName, StepStatus
 from service.domain.torch_spec import SourceKind, TorchSpec, TorchSpecError
@@ -58,10 +56,10 @@ from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.build import build, build_sandbox
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
-from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
+from workers.pipeline.testrun.records import TestRunOutcome
 from workers.pipeline.testrun.runner import TestRunOptions, run_tests
 from workers.pipeline.testrun.suite_sandbox import suite_sandbox
-from workers.pipeline.verdict.collect import Triaged
+from workers.pipeline.verdict.collect import Triaged, classify_test_record
 
 # Records of the runner's own that name no test of the suite: nothing to repeat.
 _NOT_TESTS = frozenset({"<collection>", "<session exit>"})
@@ -358,15 +356,6 @@ def _tests(
     return run_tests(where.recipe, env, work_dir, log, options)
 
 
-def _classified(record: TestRecord, own: frozenset[str]) -> Finding:
-    """A failing test classified as collect classifies the run's own (the same stage, the
-    same ownership), so the two fingerprints compare."""
-    stage = (Stage.IMPORT if record.outcome == Outcome.ERROR and "::" not in record.nodeid
-             else Stage.TEST)
-    return blame_own_module(classify_test_failure(
-        record.nodeid, record.message, record.details, stage, outcome=record.outcome), own)
-
-
 def _test_result(
     nodeid: str, tests: TestRunOutcome, own: frozenset[str], answer: _Answers, i: int,
 ) -> IsolationResult:
@@ -374,7 +363,7 @@ def _test_result(
     node id has no ``::``) passes there when pytest ran and recorded no error for it."""
     record = next((r for r in tests.results if r.nodeid == nodeid), None)
     if record is not None and record.outcome in Outcome.FAILING:
-        return answer(i, Isolated.FAILED, _classified(record, own))
+        return answer(i, Isolated.FAILED, classify_test_record(record, own)[1])
     if record is not None and record.outcome == Outcome.PASSED:
         return answer(i, Isolated.PASSED)
     if record is None and "::" not in nodeid and tests.problem is None:

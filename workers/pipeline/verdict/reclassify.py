@@ -3,7 +3,8 @@ runs after the rules (or the fingerprint algorithm) changed.
 
 Runs are replayed oldest first through the same ``collect`` the pipeline uses, from what
 the database holds (step logs, test results), so a reclassified history is exactly what
-the pipeline would have stored had the new rules been there from the start.
+the pipeline would have stored had the new rules been there from the start. Node ids
+stored with a run tree's location in front are re-keyed first (``stable_nodeid``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from service.config import Settings
+from service.domain.nodeids import stable_nodeid
 from service.domain.states import Outcome, StepStatus
-from service.models import Breakage, Failure, Run, RunState, Step, StepName
+from service.models import Breakage, Failure, Run, RunState, Step, StepName, TestResult
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
 from workers.pipeline.verdict.collect import collect
@@ -57,6 +59,17 @@ def _replay_inputs(run: Run) -> tuple[StepOutcome, TestRunOutcome | None] | None
     return build, tests
 
 
+def _rekey_test_results(session: Session) -> None:
+    """Node ids stored with a run tree's location in front (before the test step pinned
+    pytest's rootdir) become the test's own: the replay then groups them with the runs
+    since, and the failures it makes carry the stable ids."""
+    for result in session.scalars(select(TestResult).where(TestResult.nodeid.like("%sources/%"))):
+        stable = stable_nodeid(result.nodeid)
+        if stable != result.nodeid:
+            result.nodeid = stable
+    session.flush()
+
+
 def reclassify(
     session: Session, settings: Settings, *, progress: Callable[[int, int], None] | None = None
 ) -> ReclassifyReport:
@@ -67,6 +80,7 @@ def reclassify(
     }
     report.failures_before = len(before)
     report.breakages_before = len(session.scalars(select(Breakage.id)).all())
+    _rekey_test_results(session)
     session.execute(update(Failure).values(breakage_id=None))
     session.execute(delete(Failure))
     session.execute(delete(Breakage))

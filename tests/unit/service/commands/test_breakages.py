@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, select, update
 
+from service.commands.breakages import record_occurrences
 from service.config import Settings
 from service.db import session_scope
-from service.domain.states import StepStatus
+from service.domain.states import Outcome, StepStatus
 from service.models import (
     Backend,
     Breakage,
@@ -16,12 +17,13 @@ from service.models import (
     OutboxMessage,
     Run,
     RunState,
+    TestResult,
     TorchBuild,
 )
 from tests.support.factories import make_backend, make_finished_run
 from tests.support.helpers import fixture_log
 from workers.pipeline.steps.outcome import StepOutcome
-from workers.pipeline.testrun.records import TestRunOutcome
+from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
 from workers.pipeline.verdict.collect import collect
 from workers.pipeline.verdict.reclassify import reclassify
 
@@ -131,3 +133,44 @@ def test_a_breakage_reads_as_its_latest_triage_and_an_upstream_turn_asks_for_sus
         assert b.culprits_note == "waiting for the range's commits from GitHub"
         asked = s.scalars(select(OutboxMessage).where(OutboxMessage.breakage_id == b.id)).all()
         assert [m.kind for m in asked] == [OutboxKind.CULPRIT]
+
+
+def _tested_night(engine: Engine, nodeid: str) -> int:
+    """A run whose one test failed, stored under ``nodeid``."""
+    failed = TestRecord(nodeid, Outcome.FAILED, 0.1, "AssertionError: assert 1 == 2")
+    with session_scope(engine) as s:
+        b = s.scalar(select(Backend).limit(1)) or make_backend(s)
+        run = make_finished_run(s, b)
+        s.add(TestResult(run_id=run.id, nodeid=nodeid, suite="test_x", outcome=failed.outcome,
+                         duration_s=0.1, message=failed.message))
+        tests = TestRunOutcome(StepOutcome(StepStatus.FAILED, 1, "1 failed"), (failed,))
+        run.transition(collect(s, run, PASSED_BUILD, tests, SETTINGS, lambda _t: None))
+        return run.id
+
+
+def test_reclassify_rekeys_node_ids_stored_with_a_run_trees_location(engine: Engine) -> None:
+    stable = "tests/test_x.py::test_y"
+    _tested_night(engine, f".ootci/cache/sources/pyonly/nogit-{'a1' * 8}/{stable}")
+    _tested_night(engine, stable)
+    with session_scope(engine) as s:
+        assert len(s.scalars(select(Breakage)).all()) == 2  # one id per tree: two histories
+        reclassify(s, SETTINGS)
+    with session_scope(engine) as s:
+        assert set(s.scalars(select(TestResult.nodeid))) == {stable}
+        assert set(s.scalars(select(Failure.nodeid))) == {stable}
+        (b,) = s.scalars(select(Breakage)).all()
+        assert b.occurrences == 2 and b.title == f"test-regression: {stable}"
+
+
+def test_a_breakage_title_names_no_path_of_one_machine(engine: Engine) -> None:
+    with session_scope(engine) as s:
+        run = make_finished_run(s, make_backend(s))
+        line = ("/home/ci/.ootci/cache/envs/3f2a/lib/python3.11/site-packages/torch/"
+                "__init__.py:12: RuntimeError in /home/ci/.ootci/work/runs/7/build/x.so")
+        failure = Failure(run_id=run.id, step_name="test", stage="test", nodeid=None, line=line,
+                          captures={}, subtype="generic", triage="unknown",
+                          fingerprint="f" * 32, fingerprint_version=2)
+        s.add(failure)
+        s.flush()
+        (b,) = record_occurrences(s, run, [failure])
+        assert b.title == "generic: <site>/torch/__init__.py:12: RuntimeError in <path>/x.so"

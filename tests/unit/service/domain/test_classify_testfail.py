@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from service.domain.classify import classify_test_failure
-from service.domain.verdict import Category, Stage, Subtype
+from service.domain.verdict import Category, Finding, Stage, Subtype
 
 NODE = "tests/test_generator.py::test_default_generator"
 
@@ -123,3 +123,20 @@ def test_a_c10_interface_default_that_refuses_is_a_new_hook_the_backend_lacks() 
     # A backend's own "doesn't support" in an assertion is no interface default.
     own = classify_test_failure(NODE, "AssertionError: the backend doesn't support it", None)
     assert own.subtype is Subtype.TEST_REGRESSION
+
+
+def test_crashes_with_one_signature_share_a_fingerprint_in_any_test() -> None:
+    # The test step's crash message is the crash's signature (testrun/restarts.py).
+    def crash(nodeid: str, where: str) -> Finding:
+        return classify_test_failure(
+            nodeid, f"Segmentation fault (SIGSEGV) in {where}",
+            "Fatal Python error: Segmentation fault\n", outcome="crashed")
+
+    seeded = [crash(f"tests/test_{name}.py::test_{name}", "torch/random.py:manual_seed")
+              for name in ("add", "conv")]
+    elsewhere = crash("tests/test_add.py::test_add", "torch/nn/functional.py:linear")
+    assert {f.fingerprint for f in seeded} != {elsewhere.fingerprint}
+    assert len({f.fingerprint for f in seeded}) == 1
+    assert seeded[0].captures["crash"] == (
+        "Segmentation fault (SIGSEGV) in torch/random.py:manual_seed")
+    assert (seeded[0].rule, seeded[0].subtype) == ("crash-signal", Subtype.CRASH)

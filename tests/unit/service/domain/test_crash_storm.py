@@ -56,3 +56,18 @@ def test_different_crashes_stop_at_the_restart_budget():
     assert reasons[:4] == [None] * 4
     assert reasons[4] is not None and "restart budget" in reasons[4]
     assert storm.not_run_message(None).startswith("not run: the step's restart budget")
+
+
+def test_the_crashing_thread_is_named_not_the_first_thread_dumped():
+    # faulthandler dumps every thread; pytest-timeout's timer thread may come first.
+    dump = [
+        "Fatal Python error: Segmentation fault",
+        "",
+        "Thread 0x00007f3a4b7fe640 (most recent call first):",
+        '  File "/usr/lib/python3.11/threading.py", line 331 in wait',
+        '  File "/usr/lib/python3.11/threading.py", line 1412 in run',
+        "",
+        *SEEDED_SEGFAULT[2:],
+    ]
+    assert innermost_frame(dump) == "torch/random.py:manual_seed"
+    assert innermost_frame(dump[:6]) == "python3.11/threading.py:wait"

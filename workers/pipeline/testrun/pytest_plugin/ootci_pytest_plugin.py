@@ -5,7 +5,8 @@ It appends one JSON line per event to $OOTCI_RESULTS as things happen:
 outcome), ``finished`` with outcome ``error`` for a module that fails to import, and
 ``session_finished`` at the end. Each line is one ``write`` on an O_APPEND descriptor, so a
 test that kills the interpreter leaves every earlier line intact and its own ``started``
-line unanswered: that is how the runner tells which test crashed.
+line unanswered: that is how the runner tells which test crashed. A ``collected`` line
+lists the node ids the process is about to run (after deselection).
 
 $OOTCI_DESELECT / $OOTCI_SELECT name files of node ids (one a line) to leave out / to keep
 only: the runner restarts pytest after a crash without the tests already recorded, and
@@ -103,6 +104,11 @@ class _Recorder:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After every deselection: what this process is going to run, so the runner knows
+        # which tests a crash that ends the step leaves unrun.
+        self.emit("collected", nodeids=[item.nodeid for item in session.items])
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.emit("session_finished", exitstatus=int(exitstatus))
