@@ -44,8 +44,9 @@ def test_a_half_imported_package_is_one_failure_with_its_consequences(tmp_path: 
     (backend / "flatpkg" / "__init__.py").write_text(FLATPKG)
     engine = make_engine(f"sqlite:///{tmp_path / 'ootci.db'}")
     upgrade(engine)
+    # A first night on the pin itself: the run is the isolating experiment (see below).
     settings = Settings(home=tmp_path / "home", database_url=str(engine.url), broker_url="",
-                        test_processes=1)
+                        test_processes=1, pins=["installed"])
     with session_scope(engine) as s:
         run_id = create_run(s, get_or_create_backend(s, "flatpkg", str(backend)), "installed",
                             trigger="api").id
@@ -62,6 +63,9 @@ def test_a_half_imported_package_is_one_failure_with_its_consequences(tmp_path: 
         assert (failure.nodeid, failure.stage, failure.breakage_id) == (
             "tests/test_1.py", "import", breakage.id)
         assert "No module named 'flatpkg._C'" in failure.line
+        # Its owner, from the experiment: it fails on the known-good torch itself.
+        assert (failure.triage, breakage.category, run.verdict) == ("backend",) * 3
+        assert "this run is the experiment" in (failure.triage_reason or "")
         assert [c["nodeid"] for c in failure.consequences] == ["tests/test_2.py", "tests/test_3.py"]
         assert all(c["message"] == results[c["nodeid"]][1] for c in failure.consequences)
         document = run_detail(s, run_id)

@@ -97,6 +97,9 @@ class Plan:
     own_packages: frozenset[str]
     against: Mapping[int, int | None]  # index -> the run where that failure last passed
     nodeid_of: Mapping[int, str | None]  # index -> the failure's node id (None: a step's)
+    # index -> (fingerprint, decisive line) of the failure in this run: the answer when the
+    # reference pin turns out to be this run's own torch (this run is the experiment).
+    seen_here: Mapping[int, tuple[str | None, str]] = field(default_factory=dict)
     wanted: dict[int, str | None] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
     reference: Reference | None = None
@@ -124,6 +127,8 @@ def plan(
         own_packages=backend_packages(session.get_one(Backend, run.backend_id).name),
         against={i: triaged[i].verdict.isolate_against_run_id for i in needing},
         nodeid_of={i: triaged[i].failure.nodeid for i in needing},
+        seen_here={i: (triaged[i].failure.fingerprint, triaged[i].failure.line)
+                   for i in needing},
     )
     infra = next((t for t in triaged if t.verdict.category is Category.INFRA), None)
     for i in needing:
@@ -167,7 +172,9 @@ def _reference(
     if counts:
         run_id = max(counts, key=lambda r: (counts[r], r))
         return _reference_run(session, run_id, settings)
-    others = [p for p in settings.pins if p != run.torch_spec]
+    # On a pin itself, this run already is the experiment on a known-good torch.
+    others = ([run.torch_spec] if run.torch_spec in settings.pins else []) + [
+        p for p in settings.pins if p != run.torch_spec]
     if not others:
         on_pin = "this run is on the only pin" if settings.pins else "no pins (OOTCI_PINS)"
         return None, f"no other torch to isolate against: {on_pin}"
@@ -233,6 +240,10 @@ def isolate(found: Plan, where: Where, log: LogSink) -> tuple[dict[int, Isolatio
     log.write(f"ootci: isolating {what} of backend {found.this.backend} on torch "
               f"{reference.spec.text!r} ({reference.label})")
     env, why = _provisioned(found, reference, where, log)
+    if env is None and reference.run_id is None and why.startswith(THIS_RUNS_TORCH):
+        log.write(f"ootci: {why}: the failures happened on the pin itself")
+        results.update(_on_this_runs_torch(found, reference))
+        return results, f"{why}: failed on the pin itself"
     if env is None:
         log.write(f"ootci: not isolated: {why}")
         results.update((i, IsolationResult.not_run(why, nodeid))
@@ -267,9 +278,23 @@ def _provisioned(
         return None, (f"torch {spec.text!r} is {torch.label} now, not the "
                       f"{reference.recorded.label} run #{reference.run_id} tested")
     if found.this.torch is not None and torch.same_as(found.this.torch):
-        return None, (f"no other torch to isolate against: {spec.text!r} is this run's own "
-                      f"torch ({torch.label})")
+        return None, f"{THIS_RUNS_TORCH}: {spec.text!r} is {torch.label}"
     return private_env(base, where.run_dir / "isolate"), ""
+
+
+THIS_RUNS_TORCH = "the reference torch is this run's own"
+
+
+def _on_this_runs_torch(found: Plan, reference: Reference) -> dict[int, IsolationResult]:
+    """The answers when the reference pin is the torch this run is on: every failure failed
+    there already, in this run, on the known-good torch (a vendor's first night on its pin,
+    a ``installed`` torch that is the pin's wheel)."""
+    torch = found.this.torch
+    return {i: IsolationResult(
+        Isolated.FAILED, nodeid=nodeid, backend=found.this.backend, torch=torch,
+        reference=f"{reference.label}, which is this run's own torch: this run is the experiment",
+        fingerprint=found.seen_here.get(i, (None, ""))[0],
+        line=found.seen_here.get(i, (None, ""))[1]) for i, nodeid in found.wanted.items()}
 
 
 def _experiment(

@@ -50,9 +50,9 @@ def _run(s: Session, backend: Backend, spec: str, *, wheel: bool = False,
 def test_a_first_night_isolates_on_the_first_other_pin_that_does_not_move(
     engine: Engine, tmp_path: Path
 ) -> None:
-    settings = Settings(home=tmp_path, pins=["path:/x", "nightly", "pip:torch==2.13.0"])
+    settings = Settings(home=tmp_path, pins=["nightly", "pip:torch==2.13.0"])
     with session_scope(engine) as s:
-        run = _run(s, make_backend(s), "path:/x")
+        run = _run(s, make_backend(s), "path:/y")
         plan = isolate.plan(s, run, [_triaged(), _triaged(None, step=StepName.BUILD)], settings)
     assert plan is not None and plan.reference is not None
     assert plan.reference.spec.text == "pip:torch==2.13.0" and plan.reference.run_id is None
@@ -60,16 +60,32 @@ def test_a_first_night_isolates_on_the_first_other_pin_that_does_not_move(
     assert plan.wanted == {0: NODE, 1: None}
 
 
-def test_on_the_only_pin_nothing_runs_and_each_failure_says_why(
+def test_on_a_pin_the_reference_is_that_pin_so_the_run_itself_is_the_experiment(
     engine: Engine, tmp_path: Path
 ) -> None:
-    settings = Settings(home=tmp_path, pins=["installed"])
+    # A first night on the known-good torch: failing there already says the backend, and
+    # no other pin is provisioned for it.
+    settings = Settings(home=tmp_path, pins=["pip:torch==2.13.0", "installed"])
+    with session_scope(engine) as s:
+        run = _run(s, make_backend(s), "installed")
+        plan = isolate.plan(s, run, [_triaged()], settings)
+    assert plan is not None and plan.runs_anything and plan.reference is not None
+    assert plan.reference.spec.text == "installed" and plan.reference.run_id is None
+    answers = isolate._on_this_runs_torch(plan, plan.reference)
+    assert [(a.outcome.value, a.nodeid) for a in answers.values()] == [("failed", NODE)]
+    assert "this run is the experiment" in answers[0].reference
+
+
+def test_without_pins_nothing_runs_and_each_failure_says_why(
+    engine: Engine, tmp_path: Path
+) -> None:
+    settings = Settings(home=tmp_path, pins=[])
     with session_scope(engine) as s:
         run = _run(s, make_backend(s), "installed")
         plan = isolate.plan(s, run, [_triaged()], settings)
     assert plan is not None and not plan.runs_anything
     (result,) = isolate.unanswered(plan).values()
-    assert result.why == "no other torch to isolate against: this run is on the only pin"
+    assert result.why == "no other torch to isolate against: no pins (OOTCI_PINS)"
     assert result.nodeid == NODE
 
 
