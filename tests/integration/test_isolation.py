@@ -146,3 +146,28 @@ def test_with_isolation_off_a_torch_only_break_stays_unknown(overlay: Path, tmp_
     assert failure["triage_reason"].startswith("no earlier run of this backend where it passed")
     assert doc["verdict"] == "unknown"
 
+
+
+def test_a_backend_red_on_one_test_since_forever_gets_upstream_for_a_new_torch_break(
+    overlay: Path, tmp_path: Path
+) -> None:
+    """No fully green run ever: the long-red test is the backend's on its first night (it
+    fails on the pin itself), and the next night's torch-only break in another test is
+    upstream's, decided by that test's own history."""
+    backend = write_pyonly_backend(tmp_path / "vendor", {"test_api.py": API_TEST,
+                                                         "test_own.py": OWN_BUG})
+    home = tmp_path / "home"
+    first = run(home, "installed", backend)
+    assert first["state"] == "failed"
+    (own,) = first["failures"]
+    assert (own["nodeid"], own["triage"]) == (OWN, "backend")
+    assert "this run is the experiment" in own["triage_reason"]
+
+    second = run(home, f"path:{overlay}", backend)
+    assert "isolate" not in [s["name"] for s in second["steps"]]  # history decides both
+    failures = by_nodeid(second)
+    assert failures[API]["triage"] == "upstream"
+    assert failures[API]["triage_reason"].startswith(f"passed on run #{first['id']} ")
+    assert "only torch changed" in failures[API]["triage_reason"]
+    assert failures[OWN]["triage"] == "backend"
+    assert second["verdict"] == "upstream"
