@@ -11,6 +11,7 @@ from pathlib import Path
 
 from service.config import Settings
 from service.domain.states import StepStatus
+from workers.pipeline.env.requirements import install_requirements
 from workers.pipeline.env.run_env import shared_read_only
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.child_env import ChildEnvPolicy
@@ -87,20 +88,9 @@ def build_sandbox(
 
 def _install_build_requires(recipe: Recipe, env: TorchEnv, build_dir: Path, log: LogSink) -> bool:
     """``[build] requires`` into the run's own env before the build: a
-    ``--no-build-isolation`` build sees nothing else. Wheels only (no sdist's setup.py runs
-    outside the sandbox), torch held at the env's version (a build dependency must not
-    replace the torch built against)."""
-    constraints = build_dir / "build-constraints.txt"
-    constraints.write_text(f"torch=={env.version}\n", encoding="utf-8")
-    command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
-               "--only-binary=:all:", "-c", str(constraints), *recipe.build_requires]
-    log.write(f"ootci: installing the recipe's [build] requires: {' '.join(recipe.build_requires)}")
-    result = run_streaming(command, cwd=build_dir, env=child_env({}, pythonpath_front=env.pythonpath),
-                           log=log, timeout_s=1800)
-    if result.returncode != 0:
-        log.write(f"ootci: installing [build] requires failed (exit {result.returncode}): "
-                  "check each is a pip requirement with a wheel for this Python")
-    return result.returncode == 0
+    ``--no-build-isolation`` build sees nothing else."""
+    return install_requirements(env, recipe.build_requires, build_dir, log,
+                                what="the recipe's [build] requires")
 
 
 def build(

@@ -30,8 +30,9 @@ from service.config import Settings
 from service.domain.crash_storm import DEFAULT_RESTART_BUDGET, CrashStorm
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
+from workers.pipeline.env.requirements import install_requirements
 from workers.pipeline.env.torch_env import TorchEnv
-from workers.pipeline.isolation.procs import child_env, describe_signal, run_streaming
+from workers.pipeline.isolation.procs import child_env, describe_signal
 from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
@@ -207,22 +208,13 @@ def _explained(outcome: PartResult, suite: _Suite, work_dir: Path, log: LogSink)
 
 def install_test_requirements(recipe: Recipe, env: TorchEnv, work_dir: Path, log: LogSink) -> bool:
     """Install the suite's own dependencies (``[test] requires`` or the backend's ``test``
-    extra) into the run's env. Wheels only (no sdist's setup.py runs outside the sandbox)
-    and torch held at the env's version (a test dependency must not replace the torch under
-    test). A failure is logged, not raised: the suite then reports what it misses, and a
-    missing module that is neither torch nor the backend is classified as the environment's."""
+    extra) into the run's env. A failure is logged, not raised: the suite then reports what
+    it misses, and a missing module that is neither torch nor the backend is classified as
+    the environment's."""
     if not recipe.test_requires:
         return True
-    constraints = work_dir / "test-constraints.txt"
-    constraints.write_text(f"torch=={env.version}\n", encoding="utf-8")
-    command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
-               "--only-binary=:all:", "-c", str(constraints), *recipe.test_requires]
-    log.write(f"ootci: installing the suite's test requirements: {' '.join(recipe.test_requires)}")
-    result = run_streaming(command, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
-                           log=log, timeout_s=1800)
-    if result.returncode != 0:
-        log.write(f"ootci: installing the test requirements failed (exit {result.returncode})")
-    return result.returncode == 0
+    return install_requirements(env, recipe.test_requires, work_dir, log,
+                                what="the suite's test requirements")
 
 
 def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
