@@ -27,17 +27,22 @@ from evals.mutants.mutant import Mutant
 from evals.mutants.overlay import build_overlay, installed_torch_dir
 from evals.paths import ROOT
 
-# The header mutants this probe's one translation unit is broken by.
+# The header mutants this probe's one translation unit is broken by, and the Python API
+# change its package's import is broken by.
 MUTANTS = ("allocate-const", "scalar-type-helper-removed", "register-hooks-renamed",
-           "host-allocator-header-moved", "cxx23-required")
+           "host-allocator-header-moved", "cxx23-required", "rename-privateuse1-backend-removed")
 
 RECIPE = """\
 [backend]
 name = "blame_probe"
 [build]
 command = ["{python}", "build.py"]
+# Another PrivateUse1 backend installed beside ootci (torch_openreg in a dev venv) must not
+# autoload into the probe's processes: PrivateUse1 holds one backend per process.
+env = { TORCH_DEVICE_BACKEND_AUTOLOAD = "0" }
 [test]
 command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
+env = { TORCH_DEVICE_BACKEND_AUTOLOAD = "0" }
 timeout_per_test = 60
 """
 BUILD = """\
@@ -68,7 +73,9 @@ inline bool unsigned_float() { return c10::isBarebonesUnsignedType(c10::ScalarTy
 inline auto* register_hooks = &at::RegisterPrivateUse1HooksInterface;
 }  // namespace probe
 """
-SMOKE = "def test_smoke():\n    assert True\n"
+# The Python side: what a backend's package does at import (the suite imports it).
+PACKAGE = "import torch\n\ntorch.utils.rename_privateuse1_backend(\"blameprobe\")\n"
+SMOKE = "import probe_backend  # noqa: F401\n\n\ndef test_smoke():\n    assert True\n"
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,7 @@ def write_probe(root: Path) -> Path:
     (root / "ootci.toml").write_text(RECIPE)
     (root / "build.py").write_text(BUILD)
     (root / "csrc" / "probe.cpp").write_text(PROBE)
+    (root / "tests" / "probe_backend.py").write_text(PACKAGE)
     (root / "tests" / "test_smoke.py").write_text(SMOKE)
     return root
 
