@@ -29,8 +29,10 @@ from evals.paths import ROOT
 
 # The header mutants this probe's one translation unit is broken by, and the Python API
 # change its package's import is broken by.
-MUTANTS = ("allocate-const", "scalar-type-helper-removed", "register-hooks-renamed",
-           "host-allocator-header-moved", "cxx23-required", "rename-privateuse1-backend-removed")
+MUTANTS = ("allocate-const", "allocator-deviceindex-int", "hooks-deviceindex-int",
+           "host-allocator-header-moved", "register-hooks-renamed", "scalar-type-helper-removed",
+           "device-allocator-new-pure-virtual", "cxx23-required",
+           "rename-privateuse1-backend-removed")
 
 RECIPE = """\
 [backend]
@@ -56,6 +58,7 @@ sys.exit(subprocess.run(cmd).returncode)
 """
 PROBE = """\
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/ScalarType.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -68,6 +71,24 @@ struct ProbeAllocator final : c10::Allocator {
     return c10::DataPtr(nullptr, c10::Device(c10::DeviceType::PrivateUse1, 0));
   }
   void copy_data(void* dest, const void* src, std::size_t count) const override {}
+};
+struct ProbeDeviceAllocator final : c10::DeviceAllocator {
+  c10::DataPtr allocate(size_t n) override {
+    return c10::DataPtr(nullptr, c10::Device(c10::DeviceType::PrivateUse1, 0));
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {}
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t mempool_id) override {}
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {}
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    return {};
+  }
+  void resetAccumulatedStats(c10::DeviceIndex device) override {}
+  void resetPeakStats(c10::DeviceIndex device) override {}
+};
+inline c10::DeviceAllocator* device_allocator() { return new ProbeDeviceAllocator(); }
+struct ProbeHooks final : at::PrivateUse1HooksInterface {
+  bool hasPrimaryContext(c10::DeviceIndex device_index) const override { return false; }
 };
 inline bool unsigned_float() { return c10::isBarebonesUnsignedType(c10::ScalarType::Float); }
 inline auto* register_hooks = &at::RegisterPrivateUse1HooksInterface;
