@@ -26,6 +26,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,10 +256,11 @@ _MACHINE_PIP_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "
                      "PIP_PRE")
 
 
-def machine_pip_environ(parent: dict[str, str] | None = None) -> dict[str, str]:
+def machine_pip_environ(parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """What this machine's own ``pip install torch==X`` would see: its PIP_* variables and
-    its user's pip.conf (global ones, /etc/pip.conf and /etc/xdg/pip, pip reads anyway)."""
-    parent = dict(os.environ) if parent is None else parent
+    its user's pip.conf (global ones, /etc/pip.conf and /etc/xdg/pip, pip reads anyway).
+    Only those named variables are read out of ``parent`` (the worker's environment)."""
+    parent = os.environ if parent is None else parent
     env = {k: parent[k] for k in _MACHINE_PIP_VARS if parent.get(k)}
     if "PIP_CONFIG_FILE" not in env and parent.get("HOME"):
         home = Path(parent["HOME"])

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,10 +51,10 @@ class CudaToolkit:
         return self.nvcc is not None and not self.missing
 
 
-def cuda_toolkit(environ: dict[str, str] | None = None) -> CudaToolkit:
+def cuda_toolkit(environ: Mapping[str, str] | None = None) -> CudaToolkit:
     """The machine's CUDA toolkit as CMake's FindCUDAToolkit finds it: nvcc (CUDACXX,
     CUDA_HOME/CUDA_PATH, PATH), its headers and the libraries torch's targets link."""
-    environ = dict(os.environ) if environ is None else environ
+    environ = os.environ if environ is None else environ  # read, never handed on
     candidates = [environ.get("CUDACXX")]
     candidates += [str(Path(environ[v]) / "bin" / "nvcc") for v in ("CUDA_HOME", "CUDA_PATH")
                    if environ.get(v)]

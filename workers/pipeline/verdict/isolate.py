@@ -240,11 +240,11 @@ def isolate(found: Plan, where: Where, log: LogSink) -> tuple[dict[int, Isolatio
     log.write(f"ootci: isolating {what} of backend {found.this.backend} on torch "
               f"{reference.spec.text!r} ({reference.label})")
     env, why = _provisioned(found, reference, where, log)
-    if env is None and reference.run_id is None and why.startswith(THIS_RUNS_TORCH):
+    if isinstance(env, _ThisRunsTorch) and reference.run_id is None:
         log.write(f"ootci: {why}: the failures happened on the pin itself")
         results.update(_on_this_runs_torch(found, reference))
         return results, f"{why}: failed on the pin itself"
-    if env is None:
+    if not isinstance(env, TorchEnv):
         log.write(f"ootci: not isolated: {why}")
         results.update((i, IsolationResult.not_run(why, nodeid))
                        for i, nodeid in found.wanted.items())
@@ -260,11 +260,16 @@ def _identity(env: TorchEnv) -> TorchIdentity:
     return TorchIdentity(env.version, env.git_version, env.artifact_sha256 or None)
 
 
+class _ThisRunsTorch:
+    """The reference torch turned out to be the one this run is on."""
+
+
 def _provisioned(
     found: Plan, reference: Reference, where: Where, log: LogSink
-) -> tuple[TorchEnv | None, str]:
+) -> tuple[TorchEnv | _ThisRunsTorch | None, str]:
     """The reference torch's private env in the run dir, or why there is none: it could
-    not be provisioned, it is not the torch that run recorded, or it is this run's."""
+    not be provisioned, it is not the torch that run recorded, or it is this run's
+    (``_ThisRunsTorch``: then this run is the experiment on it)."""
     settings, spec = where.settings, reference.spec
     try:
         committed = commit_date(settings, spec.commit, log) if spec.kind is SourceKind.COMMIT else None
@@ -278,11 +283,8 @@ def _provisioned(
         return None, (f"torch {spec.text!r} is {torch.label} now, not the "
                       f"{reference.recorded.label} run #{reference.run_id} tested")
     if found.this.torch is not None and torch.same_as(found.this.torch):
-        return None, f"{THIS_RUNS_TORCH}: {spec.text!r} is {torch.label}"
+        return _ThisRunsTorch(), f"the reference torch is this run's own: {spec.text!r} is {torch.label}"
     return private_env(base, where.run_dir / "isolate"), ""
-
-
-THIS_RUNS_TORCH = "the reference torch is this run's own"
 
 
 def _on_this_runs_torch(found: Plan, reference: Reference) -> dict[int, IsolationResult]:
