@@ -21,8 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-SESSION_EXIT = "<session exit>"
-IMPORT_TORCH = "<import torch>"
+from service.domain.nodeids import IMPORT_NODEID, SESSION_EXIT_NODEID
 
 # What importing torch again says after its first import raised half-way.
 REIMPORT_SYMPTOMS = re.compile(
@@ -51,7 +50,7 @@ class StepFailure:
 
 
 def _is_root(failure: StepFailure) -> bool:
-    return failure.nodeid == IMPORT_TORCH or (
+    return failure.nodeid == IMPORT_NODEID or (
         failure.is_collection_error and not REIMPORT_SYMPTOMS.search(failure.message or "")
     )
 
@@ -69,6 +68,6 @@ def fold(failures: Sequence[StepFailure]) -> dict[int, int]:
         same = failure.fingerprint is not None and failure.fingerprint == cause.fingerprint
         repeats = failure.is_collection_error and (
             same or REIMPORT_SYMPTOMS.search(failure.message or "") is not None)
-        if repeats or failure.nodeid == SESSION_EXIT:
+        if repeats or failure.nodeid == SESSION_EXIT_NODEID:
             folded[i] = root
     return folded

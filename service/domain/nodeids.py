@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import re
 
+# Records of the test step that name no test of the suite: pytest died while collecting
+# or after the last test, or torch itself could not be imported (the runner's probe).
+COLLECTION_NODEID = "<collection>"
+SESSION_EXIT_NODEID = "<session exit>"
+IMPORT_NODEID = "<import torch>"
+
 _RUN_TREE_PREFIX = re.compile(
     r"^(?:[^:]*/)?sources/[^/:]+/(?:nogit-[0-9a-f]+|[0-9a-f]{24}(?:-[0-9a-f]{8})?)/"
 )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from service.domain.crash_storm import CrashStorm, crash_signature
+from service.domain.nodeids import COLLECTION_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome
 from workers.pipeline.isolation.procs import ProcResult, describe_signal
 from workers.pipeline.logs.sink import LogSink
@@ -32,9 +33,6 @@ from workers.pipeline.testrun.records import TestRecord
 # pytest exit codes (pytest.ExitCode) that mean "the suite ran".
 RAN = {0, 1}
 NO_TESTS = 5
-# Node ids of records that belong to no test: pytest died outside any test.
-COLLECTION_NODEID = "<collection>"
-SESSION_EXIT_NODEID = "<session exit>"
 # How much of the dying process's output a crash record keeps (faulthandler's traceback,
 # pytest-timeout's stack dump).
 DETAIL_LINES = 80

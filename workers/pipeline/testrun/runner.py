@@ -28,6 +28,7 @@ from typing import Any
 
 from service.config import Settings
 from service.domain.crash_storm import DEFAULT_RESTART_BUDGET, CrashStorm
+from service.domain.nodeids import COLLECTION_NODEID, IMPORT_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.env.requirements import install_requirements
@@ -41,13 +42,7 @@ from workers.pipeline.steps.recipe import Recipe
 from workers.pipeline.testrun.parallel import PartResult, keyed_by_path, partition, run_parts
 from workers.pipeline.testrun.process import RESULTS_FILE, PytestRunner, write_ids
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
-from workers.pipeline.testrun.restarts import (
-    COLLECTION_NODEID,
-    NO_TESTS,
-    RAN,
-    SESSION_EXIT_NODEID,
-    run_until_done,
-)
+from workers.pipeline.testrun.restarts import NO_TESTS, RAN, run_until_done
 
 __all__ = ["COLLECTION_NODEID", "RESULTS_FILE", "SESSION_EXIT_NODEID", "TestRunOptions",
            "list_test_files", "outcome_of", "run_tests"]
@@ -267,7 +262,6 @@ def list_test_files(
     return _listed_files(runner)
 
 
-IMPORT_NODEID = "<import torch>"
 
 
 def _probe_import(

@@ -35,6 +35,7 @@ from service.domain.classify import (
     backend_packages,
     classify_log,
 )
+from service.domain.nodeids import COLLECTION_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome, StepName, StepStatus
 from service.domain.torch_spec import SourceKind, TorchSpec, TorchSpecError
 from service.domain.triage import Isolated, IsolationResult, RunIdentity, TorchIdentity
@@ -62,7 +63,7 @@ from workers.pipeline.testrun.suite_sandbox import suite_sandbox
 from workers.pipeline.verdict.collect import Triaged, classify_test_record
 
 # Records of the runner's own that name no test of the suite: nothing to repeat.
-_NOT_TESTS = frozenset({"<collection>", "<session exit>"})
+_NOT_TESTS = frozenset({COLLECTION_NODEID, SESSION_EXIT_NODEID})
 
 
 @dataclass(frozen=True)
