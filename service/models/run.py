@@ -88,6 +88,9 @@ class Run(Base):
     # the kernel handed to another process since is then not taken for the runner.
     runner_started: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
+    # False: the operator ran it with the sandbox off (``--no-sandbox``/``OOTCI_SANDBOX=off``):
+    # its code ran with the worker's rights. None: not started yet, or run before this was kept.
+    sandboxed: Mapped[bool | None]
     # The kind of that error (``service.domain.verdict.ErrorKind``): what the verdict and
     # ``ootci run``'s exit code follow. None while the run has no error.
     error_kind: Mapped[str | None] = mapped_column(String(16))
