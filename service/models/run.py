@@ -270,6 +270,9 @@ class Failure(Base):
     # (the last the failure passed on).
     needs_isolation: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     isolate_against_run_id: Mapped[int | None] = mapped_column(Integer)
+    # What the isolating run found for it (``IsolationResult.to_dict``), kept so that
+    # ``ootci reclassify`` replays the experiment's answer instead of losing it.
+    isolation: Mapped[dict[str, Any] | None]
     breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
     # Failures of the same step that only repeat this one's cause (a half-imported torch
     # failing every later test module: service/domain/consequences.py), folded into it:

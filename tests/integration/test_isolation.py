@@ -118,6 +118,14 @@ def test_a_torch_only_break_on_a_first_night_is_upstream_through_the_isolate_ste
     assert "the backend rounds half to even" in log
     assert "test_adds" not in log  # only the failing tests
 
+    # The experiment's answers survive a replay of triage over the stored history.
+    replayed = ootci(home, "reclassify", "--json")
+    assert replayed.returncode == 0, replayed.stderr[-2000:]
+    shown = ootci(home, "show", str(doc["id"]), "--json")
+    again = by_nodeid(json.loads(shown.stdout))
+    assert (again[API]["triage"], again[API]["triage_reason"]) == ("upstream", api["triage_reason"])
+    assert (again[OWN]["triage"], again[OWN]["triage_reason"]) == ("backend", own["triage_reason"])
+
 
 def test_a_backend_only_break_on_the_same_torch_is_the_historys_to_blame(tmp_path: Path) -> None:
     """No isolating run: only the backend changed since the test passed on run 1."""
