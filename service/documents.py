@@ -86,6 +86,7 @@ def run_summary(run: Run, backend: str) -> RunSummary:
         started_at=run.started_at,
         finished_at=run.finished_at,
         attempts=run.attempts,
+        sandboxed=run.sandboxed,
         verdict=run.verdict,
         verdict_subtype=run.verdict_subtype,
         duration_s=run.duration_s,

@@ -44,6 +44,11 @@ class RunSummary(_Orm):
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
     attempts: int
+    sandboxed: bool | None = Field(
+        None, description="false: the operator ran it with the sandbox off (--no-sandbox / "
+        "OOTCI_SANDBOX=off), its code ran with the worker's rights; null: not started yet, or "
+        "run before ootci recorded it",
+    )
     verdict: str | None = Field(
         description="compatible for a passed run; else who is to blame: upstream | backend | "
         "unknown | infra | flake (the worst of its failures); null until it has finished"

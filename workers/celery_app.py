@@ -12,11 +12,12 @@ exactly when its run becomes re-claimable.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 
 from service.config import Settings, get_settings
 from service.db import dispose_engines
@@ -66,6 +67,19 @@ def _beat_schedule(settings: Settings) -> dict[str, Any]:
 
 app = Celery("ootci", include=["workers.tasks"])
 app.add_defaults(lambda: celery_config(get_settings()))
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _refuse_without_sandbox(**_kwargs: Any) -> None:
+    """A worker that cannot seal a step does not start: it would take runs from the queue
+    that a sealed worker can serve, and run their code with its own rights. SystemExit,
+    not an exception: Celery logs and ignores what a signal handler raises."""
+    from workers.pipeline.isolation.policy import refusal
+
+    reason = refusal(get_settings())
+    if reason is not None:
+        print(f"ootci worker: {reason}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

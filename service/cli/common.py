@@ -82,6 +82,27 @@ def load_settings() -> Settings:
         die(str(exc))
 
 
+# ``ootci run``/``rerun``/``resume``: the one way to run a backend's code unsealed.
+NO_SANDBOX_HELP = ("Run the backend's build and tests without the sandbox (as OOTCI_SANDBOX=off): "
+                   "its code gets this process's rights; the run is marked unsandboxed.")
+
+
+def sealed_or_die(settings: Settings, no_sandbox: bool = False) -> Settings:
+    """The settings a command runs backends with: exit 2 before anything is written when no
+    working sandbox can be made and the operator did not opt out (``--no-sandbox``)."""
+    from workers.pipeline.isolation.policy import refusal
+
+    if no_sandbox:
+        settings = settings.model_copy(update={"sandbox": False})
+    reason = refusal(settings)
+    if reason is not None:
+        die(reason)
+    if not settings.sandbox:
+        console.print("[yellow]warning:[/] the sandbox is off: the backend's build and tests run "
+                      "with this process's rights, and its runs are marked unsandboxed")
+    return settings
+
+
 def migrated_engine(settings: Settings) -> Engine:
     """A migrated engine, or exit 2 with the reason the database is unusable."""
     from service.db import DatabaseUnavailable, check_connection, get_engine

@@ -15,6 +15,7 @@ from service.cli.common import (
     migrated_engine,
     out,
     print_json,
+    sealed_or_die,
     worker_id,
 )
 from service.domain.redaction import hide_url_passwords
@@ -108,6 +109,9 @@ def serve(
     from workers.pipeline.execute import execute_run
 
     settings = load_settings()
+    if settings.in_process:
+        # Runs execute in this process: refuse here, as a worker would, without a sandbox.
+        settings = sealed_or_die(settings)
     engine = migrated_engine(settings)
     if settings.in_process:
         def execute_and_report(run_id: int) -> None:

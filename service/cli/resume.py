@@ -13,12 +13,14 @@ import typer
 
 from service.cli.common import (
     EXIT_OK,
+    NO_SANDBOX_HELP,
     database_outage_exits_2,
     die,
     load_settings,
     migrated_engine,
     out,
     print_json,
+    sealed_or_die,
 )
 
 
@@ -29,6 +31,7 @@ def resume(
         typer.Argument(help="Runs to resume. Default: every run a killed ootci run of this host left."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list.")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help=NO_SANDBOX_HELP)] = False,
 ) -> None:
     """Resume the runs a killed `ootci run` left (ended as infra errors by the sweep)."""
     import os
@@ -41,7 +44,7 @@ def resume(
     from service.documents import run_detail
     from service.schemas import RunDetail
 
-    settings = load_settings()
+    settings = sealed_or_die(load_settings(), no_sandbox)
     engine = migrated_engine(settings)
     sweep_once(engine)
     host = this_host()

@@ -20,6 +20,7 @@ from service.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    NO_SANDBOX_HELP,
     console,
     database_outage_exits_2,
     die,
@@ -27,6 +28,7 @@ from service.cli.common import (
     migrated_engine,
     out,
     print_json,
+    sealed_or_die,
     worker_id,
 )
 from service.cli.terminal import printable
@@ -62,6 +64,7 @@ def run(
         typer.Option("--re-register", help="Point the recipe's backend name at this tree "
                      "even though another source registered it."),
     ] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help=NO_SANDBOX_HELP)] = False,
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
@@ -75,7 +78,7 @@ def run(
     from workers.pipeline.errors import UsageError
     from workers.pipeline.steps.recipe import load_recipe
 
-    settings = load_settings()
+    settings = sealed_or_die(load_settings(), no_sandbox)
     specs = torch or [settings.default_torch]
     # Validate everything the user typed before writing a single row.
     try:
@@ -188,6 +191,7 @@ def cli_actor() -> str:
 def rerun(
     run_id: Annotated[int, typer.Argument(help="A failed or errored run.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help=NO_SANDBOX_HELP)] = False,
 ) -> None:
     """Rerun a failed run's failed tests (the whole suite if it failed before its tests:
     a build) against the same torch spec, and show the verdict."""
@@ -195,7 +199,7 @@ def rerun(
     from service.db import session_scope
     from service.documents import run_detail
 
-    settings = load_settings()
+    settings = sealed_or_die(load_settings(), no_sandbox)
     engine = migrated_engine(settings)
     with session_scope(engine) as s:
         old = _run_or_die(s, run_id)
@@ -317,7 +321,8 @@ def _print_results(results: list[RunDetail]) -> None:
         tests = ", ".join(f"{n} {k}" for k, n in sorted(r.test_counts.items())) or "-"
         first = _failure_label(r.failures[0]) if r.failures else "-"
         colour = {"passed": "green", "failed": "red"}.get(r.state, "yellow")
-        table.add_row(str(r.id), r.backend or "-", _torch_label(r), f"[{colour}]{r.state}[/]",
+        state = f"[{colour}]{r.state}[/]" + (" [red](unsandboxed)[/]" if r.sandboxed is False else "")
+        table.add_row(str(r.id), r.backend or "-", _torch_label(r), state,
                       _verdict_label(r), tests, first)
     out.print(table)
     for r in results:

@@ -90,8 +90,9 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from service.domain.verdict import (
     COMPATIBLE,
@@ -195,6 +196,30 @@ class IsolationResult:
     @classmethod
     def not_run(cls, why: str, nodeid: str | None = None) -> IsolationResult:
         return cls(Isolated.NOT_RUN, nodeid=nodeid, why=why)
+
+    def to_dict(self) -> dict[str, object]:
+        """As stored on the failure (``failures.isolation``)."""
+        torch = self.torch
+        return {
+            "outcome": self.outcome.value, "nodeid": self.nodeid, "backend": self.backend,
+            "torch": None if torch is None else {
+                "version": torch.version, "git_version": torch.git_version,
+                "sha256": torch.sha256},
+            "reference": self.reference, "fingerprint": self.fingerprint,
+            "line": self.line, "why": self.why,
+        }
+
+    @classmethod
+    def from_dict(cls, stored: Mapping[str, Any]) -> IsolationResult:
+        torch = stored.get("torch")
+        return cls(
+            Isolated(stored["outcome"]), nodeid=stored.get("nodeid"),
+            backend=stored.get("backend"),
+            torch=None if not torch else TorchIdentity(
+                torch["version"], torch["git_version"], torch.get("sha256")),
+            reference=stored.get("reference", ""), fingerprint=stored.get("fingerprint"),
+            line=stored.get("line", ""), why=stored.get("why", ""),
+        )
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,9 @@ class Run(Base):
     # the kernel handed to another process since is then not taken for the runner.
     runner_started: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[str | None] = mapped_column(Text)
+    # False: the operator ran it with the sandbox off (``--no-sandbox``/``OOTCI_SANDBOX=off``):
+    # its code ran with the worker's rights. None: not started yet, or run before this was kept.
+    sandboxed: Mapped[bool | None]
     # The kind of that error (``service.domain.verdict.ErrorKind``): what the verdict and
     # ``ootci run``'s exit code follow. None while the run has no error.
     error_kind: Mapped[str | None] = mapped_column(String(16))
@@ -267,6 +270,9 @@ class Failure(Base):
     # (the last the failure passed on).
     needs_isolation: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     isolate_against_run_id: Mapped[int | None] = mapped_column(Integer)
+    # What the isolating run found for it (``IsolationResult.to_dict``), kept so that
+    # ``ootci reclassify`` replays the experiment's answer instead of losing it.
+    isolation: Mapped[dict[str, Any] | None]
     breakage_id: Mapped[int | None] = mapped_column(ForeignKey("breakages.id"))
     # Failures of the same step that only repeat this one's cause (a half-imported torch
     # failing every later test module: service/domain/consequences.py), folded into it:

@@ -118,6 +118,14 @@ def test_a_torch_only_break_on_a_first_night_is_upstream_through_the_isolate_ste
     assert "the backend rounds half to even" in log
     assert "test_adds" not in log  # only the failing tests
 
+    # The experiment's answers survive a replay of triage over the stored history.
+    replayed = ootci(home, "reclassify", "--json")
+    assert replayed.returncode == 0, replayed.stderr[-2000:]
+    shown = ootci(home, "show", str(doc["id"]), "--json")
+    again = by_nodeid(json.loads(shown.stdout))
+    assert (again[API]["triage"], again[API]["triage_reason"]) == ("upstream", api["triage_reason"])
+    assert (again[OWN]["triage"], again[OWN]["triage_reason"]) == ("backend", own["triage_reason"])
+
 
 def test_a_backend_only_break_on_the_same_torch_is_the_historys_to_blame(tmp_path: Path) -> None:
     """No isolating run: only the backend changed since the test passed on run 1."""
@@ -171,3 +179,77 @@ def test_a_backend_red_on_one_test_since_forever_gets_upstream_for_a_new_torch_b
     assert "only torch changed" in failures[API]["triage_reason"]
     assert failures[OWN]["triage"] == "backend"
     assert second["verdict"] == "upstream"
+
+
+# A backend torch loads at `import torch` (the ``torch.backends`` entry point) whose load
+# uses the renamed keywords: on the patched torch nothing of its suite can even start.
+AUTOLOADED_RECIPE = """\
+[backend]
+name = "autoloaded"
+
+[build]
+command = ["{python}", "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", "."]
+
+[test]
+command = ["{python}", "-m", "pytest", "tests", "-p", "no:cacheprovider", "--junitxml={junit}"]
+timeout_per_test = 300
+"""
+AUTOLOADED_PROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "autoloaded"
+version = "0.1"
+
+[project.entry-points."torch.backends"]
+autoloaded = "autoloaded:_autoload"
+"""
+AUTOLOAD = """\
+def _autoload():
+    import torch
+
+    torch.testing.make_tensor((1,), dtype=torch.float32, device="cpu", low=0, high=1)
+"""
+
+
+def _autoloaded_backend(root: Path, autoload: str) -> Path:
+    # torch imported by the conftest: its failure stops pytest before any test module.
+    write_pyonly_backend(root, {"test_api.py": API_TEST, "conftest.py": "import torch\n"})
+    (root / "ootci.toml").write_text(AUTOLOADED_RECIPE)
+    (root / "pyproject.toml").write_text(AUTOLOADED_PROJECT)
+    (root / "autoloaded").mkdir()
+    (root / "autoloaded" / "__init__.py").write_text(autoload)
+    return root
+
+
+def test_an_import_torch_failure_is_isolated_by_repeating_the_import_not_a_test(
+    overlay: Path, tmp_path: Path
+) -> None:
+    """``<import torch>`` names no test: pytest on the reference torch would record nothing
+    for it, which once read as "passes there". The isolate step repeats the runner's import
+    probe instead: it works on the unpatched torch, so the break is torch's."""
+    backend = _autoloaded_backend(tmp_path / "vendor", AUTOLOAD)
+    home = tmp_path / "home"
+    doc = run(home, f"path:{overlay}", backend)
+    failures = by_nodeid(doc)
+    assert "<import torch>" in failures, failures
+    failure = failures["<import torch>"]
+    assert (failure["triage"], failure["needs_isolation"]) == ("upstream", False), failure
+    assert "it passes there" in failure["triage_reason"]
+    log = stored_log(home, doc["id"], "isolate")
+    assert "`import torch` on the reference torch works" in log
+
+
+def test_an_import_torch_failure_the_backend_causes_everywhere_is_the_backends(
+    overlay: Path, tmp_path: Path
+) -> None:
+    broken = AUTOLOAD + "\n    raise RuntimeError('the vendor runtime is not initialised')\n"
+    backend = _autoloaded_backend(tmp_path / "vendor", broken)
+    home = tmp_path / "home"
+    doc = run(home, f"path:{overlay}", backend)
+    failure = by_nodeid(doc)["<import torch>"]
+    assert failure["triage"] == "backend", failure
+    assert "it fails there too" in failure["triage_reason"]
+    assert "`import torch` on the reference torch fails too" in stored_log(home, doc["id"], "isolate")

@@ -72,3 +72,20 @@ def test_node_ids_and_fingerprints_survive_edits_and_homes(tmp_path: Path) -> No
     assert len(first[1]) == 1 and first[1] == edited[1] == elsewhere[1]
     assert first[2] == edited[2] == elsewhere[2] == [
         "test-regression: tests/test_ids.py::test_fails"]
+
+
+def test_a_pytest_config_above_ootcis_home_does_not_reach_the_backends_tests(
+    tmp_path: Path,
+) -> None:
+    """The checkout holding ``./.ootci`` configures pytest for its own tests: options that
+    deselect everything and a conftest that cannot import. A backend without a config of
+    its own runs as it would anywhere else: its tests, none of the checkout's options."""
+    backend = write_pyonly_backend(tmp_path / "backend", {"test_ids.py": SUITE})
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-k never_selected"\n')
+    (checkout / "conftest.py").write_text("raise ImportError('the checkout’s own conftest')\n")
+    ids, prints, _ = _seen(checkout / ".ootci", _ootci_run(checkout, backend))
+    assert ids == ["tests/test_ids.py::test_fails", "tests/test_ids.py::test_same"]
+    assert len(prints) == 1

@@ -46,6 +46,7 @@ from workers.pipeline.env.run_env import private_env
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.errors import PipelineError, SpecError, TorchUnusable
 from workers.pipeline.isolation.child_env import child_environment
+from workers.pipeline.isolation.policy import require_sandbox
 from workers.pipeline.isolation.procs import Attempt, attempt_scope, reap_groups
 from workers.pipeline.isolation.sandbox import (
     StepSandbox,
@@ -120,11 +121,13 @@ def execute_run(
             log.warning("run %s: killed groups of attempt %s: %s", run_id, claimed.attempt - 1,
                         reaped)
     if settings.sandbox:
-        probe(settings.sandbox_uid)  # once per worker process: logs what the machine supports
+        probe(settings.sandbox_uid, settings.bwrap)  # once per process: logs what works
         shield_worker_environ()
     if claimed.attempt == 1:
         _fresh_run_dir(ctx.run_dir)
     try:
+        # Before any of the backend's code: a sandbox that broke since the entry point asked.
+        require_sandbox(settings)
         ctx.run_dir.mkdir(parents=True, exist_ok=True)
         with (
             ctx.heartbeat,
@@ -160,6 +163,8 @@ def _claim(engine: Engine, settings: Settings, run_id: int, worker_id: str) -> _
             # Its steps stay (tagged with their attempt) as the history the run page folds.
             for model in (Failure, TestResult, ConformanceResult):
                 s.execute(delete(model).where(model.run_id == run_id))
+        # Stored before any step: every surface marks a run the operator let out unsealed.
+        run.sandboxed = settings.sandbox
         backend = s.get_one(Backend, run.backend_id)
         return _Claimed(
             spec_text=run.torch_spec,

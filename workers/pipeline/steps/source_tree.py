@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.sources import git_environ, is_git_url
-from workers.pipeline.cache.layout import mirror_dir, mirror_lock, source_trees_dir, stamp
+from workers.pipeline.cache.layout import (
+    mirror_dir,
+    mirror_lock,
+    pytest_config_stop,
+    source_trees_dir,
+    stamp,
+)
 from workers.pipeline.errors import GitError, UsageError
 from workers.pipeline.steps.backend_source import backend_sha, source_key
 
@@ -174,6 +180,11 @@ def run_tree(
     """A fresh tree of ``source`` for one run (at ``pinned_sha`` for a git source, when the
     run names one), removed when the run is done with it."""
     trees = source_trees_dir(cache_dir, source.name)
+    stop = pytest_config_stop(cache_dir)
+    if not stop.is_file():
+        stop.parent.mkdir(parents=True, exist_ok=True)
+        stop.write_text("# ootci: no pytest config above a run tree applies (cache/layout.py)\n"
+                        "[pytest]\n")
     if is_git_url(source.location):
         mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha)
         key = _git_key(mirror, sha, source.subdir)

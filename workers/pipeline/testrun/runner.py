@@ -193,7 +193,7 @@ def _explained(outcome: PartResult, suite: _Suite, work_dir: Path, log: LogSink)
     is the result (not infrastructure), recorded as the one test that errored."""
     records, problem = outcome.records, outcome.problem
     if problem is not None and not records:
-        import_error = _probe_import(suite.recipe, suite.env, suite.options.build_dir, work_dir,
+        import_error = probe_torch_import(suite.recipe, suite.env, suite.options.build_dir, work_dir,
                                      log, suite.options.sandbox)
         if import_error is not None:
             records[import_error.nodeid] = import_error
@@ -262,9 +262,7 @@ def list_test_files(
     return _listed_files(runner)
 
 
-
-
-def _probe_import(
+def probe_torch_import(
     recipe: Recipe,
     env: TorchEnv,
     build_dir: Path | None,
@@ -273,7 +271,9 @@ def _probe_import(
     sandbox: StepSandbox | None,
 ) -> TestRecord | None:
     """When pytest dies before running a test, ask the environment why (env/import_probe.py):
-    torch alone first (autoload off), then torch with the backend autoloaded. pytest's
+    torch alone first (autoload off), then torch with the backend autoloaded. The record
+    (``<import torch>``) when either fails, else None; the isolate step repeats exactly this
+    on the reference torch. pytest's
     conftest report drops the chained cause; the probe reports the innermost one."""
     overrides = dict(recipe.test_env)
     if build_dir is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from service.config import Settings
+from workers.pipeline.cache.layout import pytest_config_stop
 from workers.pipeline.env.run_env import shared_read_only
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.child_env import ChildEnvPolicy
@@ -30,7 +31,7 @@ def suite_sandbox(
         settings,
         writable=own,
         visible=[env.venv_dir, *env.base_dirs, *env.pythonpath, build_dir, source_dir,
-                 PLUGIN_DIR, run_dir],
+                 PLUGIN_DIR, run_dir, pytest_config_stop(settings.resolved_cache_dir)],
         watched=own,
         read_only=shared_read_only(settings, env),
     )

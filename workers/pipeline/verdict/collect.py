@@ -271,6 +271,8 @@ def conclude(
         failure.triage_reason = verdict.reason
         failure.needs_isolation = verdict.needs_isolation
         failure.isolate_against_run_id = verdict.isolate_against_run_id
+        isolation = t.evidence.isolation
+        failure.isolation = isolation.to_dict() if isolation is not None else None
         verdicts.append(verdict)
         session.add(failure)
         note(

@@ -35,7 +35,7 @@ from service.domain.classify import (
     backend_packages,
     classify_log,
 )
-from service.domain.nodeids import COLLECTION_NODEID, SESSION_EXIT_NODEID
+from service.domain.nodeids import COLLECTION_NODEID, IMPORT_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome, StepName, StepStatus
 from service.domain.torch_spec import SourceKind, TorchSpec, TorchSpecError
 from service.domain.triage import Isolated, IsolationResult, RunIdentity, TorchIdentity
@@ -52,13 +52,14 @@ from workers.pipeline.env.run_env import private_env
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.errors import PipelineError
 from workers.pipeline.isolation.child_env import ChildEnvPolicy
+from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.build import build, build_sandbox
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
-from workers.pipeline.testrun.records import TestRunOutcome
-from workers.pipeline.testrun.runner import TestRunOptions, run_tests
+from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
+from workers.pipeline.testrun.runner import TestRunOptions, probe_torch_import, run_tests
 from workers.pipeline.testrun.suite_sandbox import suite_sandbox
 from workers.pipeline.verdict.collect import Triaged, classify_test_record
 
@@ -108,7 +109,13 @@ class Plan:
 
     @property
     def nodeids(self) -> list[str]:
-        return [n for n in self.wanted.values() if n is not None]
+        """The tests pytest repeats (``<import torch>`` is the runner's probe, repeated as
+        itself: pytest has no such test, and would record nothing for it)."""
+        return [n for n in self.wanted.values() if n is not None and n != IMPORT_NODEID]
+
+    @property
+    def repeats_import(self) -> bool:
+        return IMPORT_NODEID in self.wanted.values()
 
     @property
     def runs_anything(self) -> bool:
@@ -237,7 +244,8 @@ def isolate(found: Plan, where: Where, log: LogSink) -> tuple[dict[int, Isolatio
     reference = found.reference
     if reference is None or not found.wanted:
         return results, found.why_not or "nothing to isolate"
-    what = f"{len(found.nodeids)} failing test(s)" if found.nodeids else "the build"
+    what = ", ".join([*([f"{len(found.nodeids)} failing test(s)"] if found.nodeids else []),
+                      *(["`import torch`"] if found.repeats_import else [])]) or "the build"
     log.write(f"ootci: isolating {what} of backend {found.this.backend} on torch "
               f"{reference.spec.text!r} ({reference.label})")
     env, why = _provisioned(found, reference, where, log)
@@ -325,10 +333,17 @@ def _experiment(
             decisive = finding.line if finding is not None else built.summary
             results[i] = IsolationResult.not_run(
                 f"the backend does not build on torch {torch.label} either: {decisive}", nodeid)
+    if built.status is StepStatus.PASSED and found.repeats_import:
+        record = _import(env, build_dir, where, log)
+        for i, nodeid in found.wanted.items():
+            if nodeid == IMPORT_NODEID:
+                results[i] = (answer(i, Isolated.PASSED) if record is None else
+                              answer(i, Isolated.FAILED,
+                                     classify_test_record(record, found.own_packages)[1]))
     if built.status is StepStatus.PASSED and found.nodeids:
         tests = _tests(found, env, build_dir, where, log)
         for i, nodeid in found.wanted.items():
-            if nodeid is not None:
+            if nodeid is not None and nodeid != IMPORT_NODEID:
                 results[i] = _test_result(nodeid, tests, found.own_packages, answer, i)
     return results
 
@@ -368,14 +383,30 @@ def _build(
     return outcome, classify_log(path.read_bytes(), Stage.BUILD)
 
 
+def _import(env: TorchEnv, build_dir: Path, where: Where, log: LogSink) -> TestRecord | None:
+    """The runner's ``import torch`` probe (torch alone, then with the backend autoloaded)
+    on the reference torch: its record when the import fails there too, else None."""
+    work_dir = where.run_dir / "isolate" / "import"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    record = probe_torch_import(where.recipe, env, build_dir, work_dir, log,
+                                _suite_sandbox(env, build_dir, work_dir, where))
+    log.write("ootci: `import torch` on the reference torch "
+              + ("fails too" if record is not None else "works"))
+    return record
+
+
+def _suite_sandbox(env: TorchEnv, build_dir: Path, work_dir: Path, where: Where) -> StepSandbox:
+    return suite_sandbox(where.settings, where.policy, env, build_dir=build_dir,
+                         source_dir=where.recipe.source_dir, work_dir=work_dir,
+                         run_dir=where.run_dir)
+
+
 def _tests(
     found: Plan, env: TorchEnv, build_dir: Path, where: Where, log: LogSink
 ) -> TestRunOutcome:
     settings = where.settings
     work_dir = where.run_dir / "isolate" / "test"
-    sandbox = suite_sandbox(settings, where.policy, env, build_dir=build_dir,
-                            source_dir=where.recipe.source_dir, work_dir=work_dir,
-                            run_dir=where.run_dir)
+    sandbox = _suite_sandbox(env, build_dir, work_dir, where)
     options = TestRunOptions(
         timeout_s=settings.step_timeout_s, per_test_timeout_s=settings.test_timeout_s,
         rerun_failures=False, build_dir=build_dir, only=found.nodeids, sandbox=sandbox,

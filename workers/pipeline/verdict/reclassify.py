@@ -18,10 +18,11 @@ from sqlalchemy.orm import Session
 from service.config import Settings
 from service.domain.nodeids import stable_nodeid
 from service.domain.states import Outcome, StepStatus
+from service.domain.triage import IsolationResult
 from service.models import Breakage, Failure, Run, RunState, Step, StepName, TestResult
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
-from workers.pipeline.verdict.collect import collect
+from workers.pipeline.verdict.collect import conclude, retriage, triage_failures
 
 
 @dataclass
@@ -81,6 +82,12 @@ def reclassify(
     report.failures_before = len(before)
     report.breakages_before = len(session.scalars(select(Breakage.id)).all())
     _rekey_test_results(session)
+    # The isolating runs' answers are experiments, not replayable from logs: kept per
+    # failure and handed back to the triage of the same failure.
+    isolations = {
+        (f.run_id, f.step_name, stable_nodeid(f.nodeid) if f.nodeid else None): f.isolation
+        for f in session.scalars(select(Failure).where(Failure.isolation.is_not(None)))
+    }
     session.execute(update(Failure).values(breakage_id=None))
     session.execute(delete(Failure))
     session.execute(delete(Breakage))
@@ -92,7 +99,13 @@ def reclassify(
         run = session.get_one(Run, run_id)
         inputs = _replay_inputs(run)
         if inputs is not None:
-            collect(session, run, inputs[0], inputs[1], settings, lambda _text: None)
+            triaged = triage_failures(session, run, inputs[0], inputs[1])
+            kept = {
+                i: IsolationResult.from_dict(stored) for i, t in enumerate(triaged)
+                if (stored := isolations.get((run.id, t.failure.step_name, t.failure.nodeid)))
+            }
+            conclude(session, run, retriage(triaged, kept), inputs[0], inputs[1], settings,
+                     lambda _text: None)
             report.runs += 1
         if progress:
             progress(i, len(run_ids))
