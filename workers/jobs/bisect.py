@@ -77,6 +77,8 @@ def _step(
             result = probe_result(state, error_kind, failures, target)
             if result is not ProbeResult.PENDING:
                 commands.record_result(probe, result, _why(result, state, error_kind))
+    if any(p.result == ProbeResult.PENDING for p in bisection.probes):
+        return None  # a probe still runs: nothing to decide, no need to read the index
     tried: dict[dt.date, list[ProbeResult]] = defaultdict(list)
     for probe in bisection.probes:
         tried[probe.night].append(ProbeResult(probe.result))
