@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from service.models import Breakage, OutboxMessage, Run, Step
+from service.queries import bisections as bisection_queries
 from service.queries import conformance as conformance_queries
 from service.queries import runs as run_queries
 from service.queries.backends import (
@@ -25,12 +26,15 @@ from service.schemas import (
     BackendChangeOut,
     BackendConformanceOut,
     BackendOut,
+    BisectionOut,
     ConformanceMatrix,
     ConformanceOut,
     Culprits,
     FailureOut,
     MechanismOut,
+    NarrowedOut,
     PinReportOut,
+    ProbeOut,
     RangeOut,
     ReportOut,
     RunDetail,
@@ -222,3 +226,23 @@ def backend_out(session: Session, name: str) -> BackendOut | None:
 
 def backend_list(session: Session) -> list[BackendOut]:
     return [b for b in (backend_out(session, r.name) for r in registered_backends(session)) if b]
+
+
+# --- nightly bisection (the breakage's "bisection", `ootci bisect`) ----------------------
+def bisection_out(session: Session, breakage_id: int) -> BisectionOut | None:
+    view = bisection_queries.for_breakage(session, breakage_id)
+    if view is None:
+        return None
+    b = view.bisection
+    narrowed = None
+    if view.good and view.bad:
+        narrowed = NarrowedOut(good=view.good[0], bad=view.bad[0], good_sha=view.good[1] or None,
+                               bad_sha=view.bad[1] or None, good_run_id=b.good_run_id,
+                               bad_run_id=b.bad_run_id)
+    return BisectionOut(
+        state=b.state, base_version=b.base_version, head_version=b.head_version,
+        probes=[ProbeOut(spec=p.probe.spec, night=p.probe.night, run_id=p.probe.run_id,
+                         run_state=p.run_state, torch_version=p.torch_version,
+                         result=p.probe.result, note=p.probe.note) for p in view.probes],
+        narrowed_to=narrowed, note=b.note,
+    )

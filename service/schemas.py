@@ -264,12 +264,50 @@ class Occurrence(_Orm):
         "severity order)")
 
 
+class ProbeOut(BaseModel):
+    """One night a bisection tried: its probe run and what it showed about the breakage."""
+
+    spec: str
+    night: dt.date
+    run_id: int | None = Field(description="null: the night had no run (not on the index)")
+    run_state: str | None
+    torch_version: str | None
+    result: str = Field(description="pending, green, red, error (tried again), skipped")
+    note: str | None
+
+
+class NarrowedOut(BaseModel):
+    """The narrowed range: the last green and the first red nightly (the range's ends
+    until the bisection finishes)."""
+
+    good: str = Field(description="torch version of the last green night")
+    bad: str = Field(description="torch version of the first red night")
+    good_sha: str | None
+    bad_sha: str | None
+    good_run_id: int
+    bad_run_id: int
+
+
+class BisectionOut(BaseModel):
+    """The nightly bisection of a breakage whose range spans several nightlies."""
+
+    state: str = Field(description="running, narrowed (adjacent nights), partial (skipped "
+                       "nights left in between)")
+    base_version: str = Field(description="The range the breakage opened with: its base")
+    head_version: str
+    probes: list[ProbeOut]
+    narrowed_to: NarrowedOut | None
+    note: str | None
+
+
 class BreakageDetail(BreakageSummary):
     captures: dict[str, Any]
     note: str | None
     resolved_by_run_id: int | None
     evidence: FailureOut | None = Field(description="The failure of its first occurrence")
     history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
+    bisection: BisectionOut | None = Field(
+        None, description="The nightly bisection of its range; null when it needed none")
 
 
 class RangeOut(BaseModel):

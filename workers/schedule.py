@@ -14,6 +14,8 @@ SWEEP_EVERY_S = 300
 # Reports delayed by a GitHub outage or a rate limit go out at most this late after it ends.
 DRAIN_OUTBOX_EVERY_S = 120
 PR_CHECK_WAITING_EVERY_S = 120
+# Bisections advance as their probes finish; this only picks up a lost message.
+BISECT_ADVANCE_EVERY_S = 300
 # A queued run older than this probably lost its message (a publish that failed after the
 # commit): send it again. Duplicates are harmless, the claim lets only one through.
 QUEUED_STALE_AFTER_S = 1800
@@ -58,6 +60,12 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "task": "ootci.pr.check_waiting",
             "schedule": float(PR_CHECK_WAITING_EVERY_S),
             "options": {"expires": PR_CHECK_WAITING_EVERY_S},
+        },
+        # Move nightly bisections on (a probe run's end normally does it at once).
+        "advance-bisections": {
+            "task": "ootci.bisect.advance",
+            "schedule": float(BISECT_ADVANCE_EVERY_S),
+            "options": {"expires": BISECT_ADVANCE_EVERY_S},
         },
         # Send what ootci owes GitHub: runs trigger a drain as they finish; this one picks
         # up what waited for an outage, a rate limit or a fixed token.

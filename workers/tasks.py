@@ -26,9 +26,11 @@ from service.db import get_engine, session_factory, session_scope
 from service.github.reporter import drain_with_settings
 from service.models import Run, RunState
 from workers.celery_app import app
+from workers.jobs.bisect import advance
 from workers.jobs.nightly import plan_nightly
 from workers.jobs.pin_reports import make_weekly_reports
 from workers.jobs.pr_wait import check_waiting
+from workers.pipeline.env.resolve import nightly_dates
 from workers.pipeline.execute import execute_run
 from workers.pipeline.testrun.shards import execute_shard
 from workers.schedule import QUEUED_STALE_AFTER_S
@@ -102,6 +104,8 @@ def execute(self: Task, run_id: int) -> str | None:
         # What the run queued for GitHub (an analysis, a refreshed PR comment) goes out
         # now rather than at the next periodic drain.
         drain_outbox.apply_async()
+        # A probe that finished moves its bisection on; a run that opened one starts it.
+        advance_bisections.apply_async()
     return state
 
 
@@ -137,6 +141,20 @@ def nightly_schedule(night: str | None = None) -> list[int]:
         run_ids = plan_nightly(session, get_settings().pins, day)
     dispatch(run_ids)
     log.info("nightly %s: queued %d run(s)", day, len(run_ids))
+    return run_ids
+
+
+@app.task(name="ootci.bisect.advance")  # type: ignore[untyped-decorator]
+def advance_bisections() -> list[int]:
+    """Record the bisection probes that finished, queue the next ones (then dispatch them)
+    and rank the ranges that got narrowed. Two at once cannot queue a probe twice: the
+    row lock on each bisection serialises them (Postgres; SQLite has one writer)."""
+    settings = get_settings()
+    with session_scope(_engine()) as session:
+        run_ids = advance(session, lambda: nightly_dates(settings.nightly_index_url))
+    dispatch(run_ids)
+    if run_ids:
+        drain_outbox.apply_async()
     return run_ids
 
 

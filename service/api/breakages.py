@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, status
 
 from service.api.deps import ContextDep, SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
-from service.documents import breakage_culprits
+from service.documents import bisection_out, breakage_culprits
 from service.models import Breakage, BreakageStatus
 from service.queries import breakages as q
 from service.queries.runs import backend_names
@@ -94,6 +94,7 @@ def get_breakage(
         history=[
             Occurrence.model_validate(o) for o in q.occurrences(session, b.id, limit=history)
         ],
+        bisection=bisection_out(session, b.id),
     )
 
 

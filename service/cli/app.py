@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from service.cli import backends, culprit, ops, pins, recipes, resume, runs
+from service.cli.bisect import bisect
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PLAIN = {"rich_markup_mode": None, "pretty_exceptions_enable": False}
@@ -62,6 +63,7 @@ app.command(epilog=_example("ootci show 12 --log-lines 100"))(runs.show)
 app.command(epilog=_example("ootci reclassify --json"))(ops.reclassify)
 app.command(epilog=_example("ootci culprit 12", "ootci culprit 12 --json"))(culprit.culprit)
 app.command(epilog=_example("ootci report 3 --dry-run"))(culprit.report)
+app.command(epilog=_example("ootci bisect", "ootci bisect 3 --json"))(bisect)
 app.command(epilog=_example("ootci gc --dry-run"))(ops.gc)
 app.command(epilog=_example("ootci serve --port 8000"))(ops.serve)
 app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci worker --concurrency 1"))(ops.worker)

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.commands import outbox
+from service.commands import bisections, outbox
 from service.domain.regression import RegressionRange
 from service.models import Breakage, OutboxKind, Run, utcnow
 
@@ -41,7 +41,20 @@ def on_opened(session: Session, breakage: Breakage, found: RegressionRange) -> N
     if not found.complete:
         breakage.culprits_note = f"no suspect: {found.note}"
         return
+    if bisections.start(session, breakage, found) is not None:
+        # Several nightlies apart: the ranking waits for the narrowed range (narrowed()).
+        return
     breakage.culprits_note = "waiting for the range's commits from GitHub"
+    request_analysis(session, breakage)
+
+
+def narrowed(session: Session, breakage: Breakage, found: RegressionRange, how: str) -> None:
+    """A bisection narrowed the breakage's range to ``found``: rank that one instead."""
+    store_range(breakage, found)
+    if not found.complete:
+        breakage.culprits_note = f"no suspect: {how}; {found.note}"
+        return
+    breakage.culprits_note = f"{how}; waiting for the range's commits from GitHub"
     request_analysis(session, breakage)
 
 

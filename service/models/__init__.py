@@ -3,6 +3,7 @@
 from service.domain.states import Outcome, RunState, StepName, StepStatus
 from service.models.backend import Backend, BackendChange
 from service.models.base import Base, utcnow
+from service.models.bisection import Bisection, BisectionProbe
 from service.models.breakage import Breakage, BreakageStatus
 from service.models.conformance import ConformanceResult
 from service.models.log_chunk import LogChunk
@@ -17,6 +18,8 @@ __all__ = [
     "Backend",
     "BackendChange",
     "Base",
+    "Bisection",
+    "BisectionProbe",
     "Breakage",
     "BreakageStatus",
     "ConformanceResult",

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from service.domain.regression import RegressionRange, TorchPoint, regression_range
 from service.models import Run, RunState, TorchBuild
+from service.queries.bisections import narrowed_ends
 
 
 def torch_point(run: Run) -> TorchPoint:
@@ -37,7 +38,11 @@ def last_green_before(session: Session, run: Run) -> Run | None:
 
 def range_for(session: Session, run: Run, base_run: Run | None = None) -> RegressionRange:
     """The range of ``run``: against ``base_run`` when given (any two runs of one backend,
-    e.g. ``path:`` or ``wheel:`` experiments), else against its track's last green run."""
+    e.g. ``path:`` or ``wheel:`` experiments), else against its track's last green run,
+    narrowed to the two adjacent nightlies when a bisection of it has finished."""
+    if base_run is None and (ends := narrowed_ends(session, run.id)) is not None:
+        good, bad = ends
+        return regression_range(torch_point(bad), torch_point(good), f"{run.torch_spec} (bisected)")
     base = base_run if base_run is not None else last_green_before(session, run)
     track = run.torch_spec if base_run is None else f"{base_run.torch_spec} (given)"
     return regression_range(torch_point(run), torch_point(base) if base else None, track)

@@ -11,7 +11,7 @@ from service.api.deps import ContextDep, SessionDep
 from service.api.pages.runs import evidence
 from service.api.params import BreakageId
 from service.api.templates import render
-from service.documents import breakage_culprits
+from service.documents import bisection_out, breakage_culprits
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
 from service.queries.runs import backend_names
@@ -72,4 +72,5 @@ def breakage_page(
         "labels": labels,
         "github_repo": ctx.settings.upstream_repo,
         "culprits": breakage_culprits(session, breakage, ctx.settings.upstream_repo),
+        "bisection": bisection_out(session, breakage.id),
     })

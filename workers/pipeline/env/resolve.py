@@ -183,6 +183,16 @@ def nightly_of_date(index_url: str, date: dt.date) -> Artifact:
     raise SpecError(f"no nightly of {date.isoformat()} on {index_url}{hint}")
 
 
+def nightly_dates(index_url: str) -> frozenset[dt.date] | None:
+    """The dates of the nightlies on the index that install on this Python (what a
+    bisection may probe); None when the index cannot be read now."""
+    try:
+        wheels = index_wheels(index_url)
+    except PipelineError:
+        return None
+    return frozenset(d for a in wheels if (d := nightly_date_of(a.version)) is not None)
+
+
 def commit_candidates(
     wheels: list[Artifact], commit_date: dt.date | None, *, limit: int = COMMIT_SCAN_LIMIT
 ) -> list[Artifact]:

@@ -19,6 +19,7 @@ from service.commands import culprits
 from service.commands.breakages import record_occurrences, resolve_fixed
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
+from service.domain.bisect import TRIGGER as BISECT
 from service.domain.classify import (
     backend_packages,
     blame_own_module,
@@ -281,6 +282,40 @@ def conclude(
         )
     session.flush()
 
+    if run.trigger != BISECT:
+        _group(session, run, pairs, build, tests, settings, note)
+
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
+    if not real:
+        state = RunState.PASSED
+    elif all(v.category is Category.INFRA for v in real) or (
+        build is not None and build.status is StepStatus.ERRORED
+    ):
+        state = RunState.ERRORED
+    else:
+        state = RunState.FAILED
+    judged = judge_run(verdicts, passed=state is RunState.PASSED)
+    run.verdict, run.verdict_subtype, run.verdict_reason = (
+        judged.verdict, judged.subtype, judged.reason)
+    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    return state
+
+
+def _group(
+    session: Session,
+    run: Run,
+    pairs: list[tuple[Failure, Finding | None]],
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    settings: Settings,
+    note: Callable[[str], None],
+) -> None:
+    """Group the run's failures into breakages, resolve those it shows fixed, and hand
+    them to the upstream loop. A bisection probe does none of it: it is an experiment on
+    another torch about a breakage that exists, whose job reads its failures
+    (``workers/jobs/bisect.py``); counting it would add occurrences, refresh PR comments
+    and resolve breakages on nights nobody tracks."""
     touched = record_occurrences(session, run, [f for f, _ in pairs])
     built = build is not None and build.status is StepStatus.PASSED
     observed = {Stage.BUILD.value} if built else set()
@@ -298,19 +333,3 @@ def conclude(
         session, run, touched, resolved, found=range_for(session, run),
         repo=settings.upstream_repo, min_score=settings.culprit_min_score,
     )
-
-    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
-    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
-    if not real:
-        state = RunState.PASSED
-    elif all(v.category is Category.INFRA for v in real) or (
-        build is not None and build.status is StepStatus.ERRORED
-    ):
-        state = RunState.ERRORED
-    else:
-        state = RunState.FAILED
-    judged = judge_run(verdicts, passed=state is RunState.PASSED)
-    run.verdict, run.verdict_subtype, run.verdict_reason = (
-        judged.verdict, judged.subtype, judged.reason)
-    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
-    return state
