@@ -5,7 +5,7 @@ answer is an experiment, not in any log, and was lost by the replay (a failure i
 upstream came back unknown). Failures stored before this revision have none.
 
 Revision ID: 0020
-Revises: 0016
+Revises: 0019
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0020"
-down_revision = "0016"
+down_revision = "0019"
 branch_labels = None
 depends_on = None
 
