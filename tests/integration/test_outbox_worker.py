@@ -39,6 +39,7 @@ def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> 
         "OOTCI_BROKER_URL": REDIS_URL,
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
+        "OOTCI_LABEL_UNVERIFIED": "true",  # labelled on its score, as before verification
     })
     processes = Processes(tmp_path / "logs")
     processes.start("worker", celery_worker("outbox", pool="solo", concurrency=None), env)

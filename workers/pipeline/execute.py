@@ -434,7 +434,8 @@ def _conformance_step(
 def _tests_to_rerun(run: Run) -> list[str] | None:
     """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
-    tests = run.trigger_info.get("failed_tests") if run.trigger == "rerun" else None
+    # "verify": a culprit verification repeats the red run's failures on the undone torch.
+    tests = run.trigger_info.get("failed_tests") if run.trigger in ("rerun", "verify") else None
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None
 
 

@@ -279,6 +279,37 @@ def conclude(
         )
     session.flush()
 
+    # A culprit verification is an experiment on a made-up torch: its failures are its
+    # answer (workers/jobs/verify.py), never a breakage's occurrence or fix.
+    if run.trigger != "verify":
+        _group(session, run, pairs, build, tests, settings, note)
+
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
+    if not real:
+        state = RunState.PASSED
+    elif all(v.category is Category.INFRA for v in real) or (
+        build is not None and build.status is StepStatus.ERRORED
+    ):
+        state = RunState.ERRORED
+    else:
+        state = RunState.FAILED
+    judged = judge_run(verdicts, passed=state is RunState.PASSED)
+    run.verdict, run.verdict_subtype, run.verdict_reason = (
+        judged.verdict, judged.subtype, judged.reason)
+    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    return state
+
+
+def _group(
+    session: Session,
+    run: Run,
+    pairs: list[tuple[Failure, Finding | None]],
+    build: StepOutcome | None,
+    tests: TestRunOutcome | None,
+    settings: Settings,
+    note: Callable[[str], None],
+) -> None:
     touched = record_occurrences(session, run, [f for f, _ in pairs])
     built = build is not None and build.status is StepStatus.PASSED
     observed = {Stage.BUILD.value} if built else set()
@@ -296,19 +327,3 @@ def conclude(
         session, run, touched, resolved, found=range_for(session, run),
         repo=settings.upstream_repo, min_score=settings.culprit_min_score,
     )
-
-    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
-    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
-    if not real:
-        state = RunState.PASSED
-    elif all(v.category is Category.INFRA for v in real) or (
-        build is not None and build.status is StepStatus.ERRORED
-    ):
-        state = RunState.ERRORED
-    else:
-        state = RunState.FAILED
-    judged = judge_run(verdicts, passed=state is RunState.PASSED)
-    run.verdict, run.verdict_subtype, run.verdict_reason = (
-        judged.verdict, judged.subtype, judged.reason)
-    note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
-    return state
