@@ -128,16 +128,19 @@ def _verify_one(
     sessions: sessionmaker[Session], settings: Settings, breakage_id: int, red: RedRun,
     sha: str, pr: int | None, plan: UndoPlan, base_sha: str, sources: Sources, execute: Execute,
 ) -> Verification:
+    files = plan.files
+
     def answer(state: VerifyState, evidence: str, run_id: int | None = None) -> Verification:
-        return Verification(sha, pr, state, evidence, run_id=run_id, files=plan.files)
+        return Verification(sha, pr, state, evidence, run_id=run_id, files=files)
 
     try:
         torch_dir = red_torch_dir(red.torch_spec, red.python)
-        contents = restored_contents(torch_dir, plan, base_sha, sources.file_at)
+        contents, skipped = restored_contents(torch_dir, plan, base_sha, sources.file_at)
     except RestoreError as exc:
         return answer(VerifyState.UNVERIFIABLE, f"the files could not be restored: {exc}")
     except Exception as exc:  # the contents API down: not the suspect's fault
         return answer(VerifyState.ERROR, f"restoring the files broke: {exc}")
+    files = tuple(f for f in plan.files if f not in skipped)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     overlay = settings.home / "verify" / f"b{breakage_id}-{sha[:12]}-{stamp}"
     try:
@@ -150,7 +153,7 @@ def _verify_one(
             run = create_run(
                 session, backend, f"path:{overlay}", trigger=VERIFY, backend_sha=red.backend_sha,
                 trigger_info={"verify_of": red.run_id, "breakage_id": breakage_id, "sha": sha,
-                              "pr": pr, "files": list(plan.files),
+                              "pr": pr, "files": list(files), "skipped": list(skipped),
                               "failed_tests": list(red.failing[:500])},
             )
             session.commit()
@@ -163,7 +166,7 @@ def _verify_one(
                 run_state=done.state, verdict=done.verdict, error_kind=done.error_kind,
                 error=done.error or done.verdict_reason,
                 provisioned=provision is not None and provision.status == StepStatus.PASSED,
-                failing=_shown(red.failing), files=plan.files, backend=red.backend,
+                failing=_shown(red.failing), files=files, backend=red.backend,
             )
         return answer(state, evidence, run_id)
     finally:

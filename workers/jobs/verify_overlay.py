@@ -42,15 +42,28 @@ def red_torch_dir(torch_spec: str, python: str | None) -> Path:
 
 def restored_contents(
     torch_dir: Path, plan: UndoPlan, base_sha: str, file_at: FileAt
-) -> dict[str, bytes | None]:
-    """Each installed file of ``plan`` (relative to site-packages) as the base had it;
-    None: the base had no such file (remove it). Raises ``RestoreError`` with which file
-    and why, before anything is written."""
+) -> tuple[dict[str, bytes | None], tuple[str, ...]]:
+    """Each installed file of ``plan`` (relative to site-packages) as the base had it
+    (None: the base had no such file, remove it), and the upstream files skipped because
+    this torch does not install them (a CUDA header in a CPU wheel). Raises
+    ``RestoreError`` with which file and why, before anything is written."""
     site = torch_dir.parent
     out: dict[str, bytes | None] = {}
+    skipped: list[str] = []
     for restore in plan.restores:
+        present = (site / restore.installed).is_file()
+        # A changed (not moved) file this wheel lacks was never part of what it built on.
+        same_place = restore.base_source in (None, restore.source)
+        if not present and same_place and restore.how is not How.DELETE:
+            skipped.append(restore.source)
+            continue
+        if not present and restore.how is How.DELETE:
+            continue
         out[restore.installed] = _restored(site, restore, base_sha, file_at)
-    return out
+    if not out:
+        raise RestoreError("none of its installed files is in this torch: "
+                           + ", ".join(skipped or plan.files))
+    return out, tuple(skipped)
 
 
 def _restored(site: Path, restore: Restore, base_sha: str, file_at: FileAt) -> bytes | None:
@@ -63,8 +76,6 @@ def _restored(site: Path, restore: Restore, base_sha: str, file_at: FileAt) -> b
             raise RestoreError(f"{source} at {base_sha[:12]}: the contents API answered 404")
         return content
     red = site / restore.installed
-    if not red.is_file():
-        raise RestoreError(f"{restore.installed}: not in the red torch, so its patch cannot be undone")
     try:
         return reverse_apply(red.read_text(encoding="utf-8"), restore.patch or "").encode()
     except RestoreError as exc:
