@@ -127,3 +127,51 @@ def test_the_culprit_is_confirmed_by_undoing_it_and_only_then_labelled(
     # One PR written to: its label and its one comment (posted, then edited in place).
     assert {w.path.split("/issues/")[-1] for w in fake_github.writes()} == {
         f"{CULPRIT_PR}/comments", f"{CULPRIT_PR}/labels", f"comments/{comment['id']}"}
+
+
+def _with_init_change(case: dict[str, Any]) -> dict[str, Any]:
+    """The culprit also edits torch/__init__.py, with no patch (taken from the base)."""
+    culprit = case["commits"][case["expected"]["sha"]]
+    culprit["files"].append({"filename": "torch/__init__.py", "status": "modified",
+                             "additions": 1, "deletions": 1, "changes": 2})
+    return case
+
+
+@pytest.mark.parametrize(("variant", "state", "why"), [
+    # GitHub left the patch out: the base's header comes from the contents API.
+    ("contents", "confirmed", "undoing this PR's changes to c10/core/Allocator.h makes"),
+    ("contents-404", "unverifiable", "c10/core/Allocator.h at dffce28a2e16: the contents API answered 404"),
+    ("patch-does-not-apply", "unverifiable", "c10/core/Allocator.h: hunk 1 (line 1) is not in the file"),
+    ("overlay-does-not-import", "error", "did not import"),
+])
+def test_bad_input_ends_unverifiable_or_error_with_why_and_labels_nothing(
+    tmp_path: Path, fake_github: FakeGitHub, variant: str, state: str, why: str
+) -> None:
+    from tests.support.fake_torch import BROKEN_INIT
+
+    exact = unified_patch(ALLOCATOR_H, ALLOCATOR_H_CONST)
+    case = {
+        "contents": _case(None),
+        "contents-404": _case(None),
+        "patch-does-not-apply": _case("@@ -1,2 +1,2 @@\n #pragma once\n-#include <cstdint>\n+#include <vector>"),
+        "overlay-does-not-import": _with_init_change(_case(exact)),
+    }[variant]
+    base = case["compare"]["base_commit"]["sha"]
+    if variant == "contents":
+        fake_github.add_files_at(REPO, base, {HEADER: ALLOCATOR_H.encode()})
+    if variant == "overlay-does-not-import":
+        fake_github.add_files_at(REPO, base, {"torch/__init__.py": BROKEN_INIT.encode()})
+    env, red_id, _ = _red_night(tmp_path, fake_github, case)
+
+    code, doc, err = ootci(env, "culprit", str(red_id), "--verify", "--json")
+    assert code == 0, err
+    (culprit,) = [s for s in doc["suspects"] if s["pr"] == CULPRIT_PR]
+    assert culprit["verification"]["state"] == state, err
+    assert why in culprit["verification"]["evidence"]
+    confirmed = [s for s in doc["suspects"] if (s["verification"] or {}).get("state") == "confirmed"]
+    assert fake_github.labels(REPO, CULPRIT_PR) == ([LABEL] if confirmed else [])
+    made = tmp_path / "home" / "verify"
+    assert not made.exists() or list(made.iterdir()) == []  # nothing half-made is left
+    if state != "confirmed":
+        (comment,) = fake_github.comments(REPO, CULPRIT_PR)
+        assert f"**suspected** (not verified: {culprit['verification']['evidence']}" in comment["body"]
