@@ -157,7 +157,8 @@ class Restore:
     how: How
     patch: str | None = None
     base_source: str | None = None  # the upstream path at the base (a rename's old name)
-    base_installed: str | None = None  # where the base's file is installed, when it moved
+    # The change removed the file: the red torch lacks it, and it must come back.
+    removed: bool = False
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,8 @@ def plan_undo(files: Iterable[FileChange]) -> UndoPlan:
             restores.append(Restore(f.filename, str(installed), How.PATCH, patch=f.patch))
         else:
             # removed (the base's whole file), or modified without a patch (truncated).
-            restores.append(Restore(f.filename, str(installed), How.CONTENTS, base_source=f.filename))
+            restores.append(Restore(f.filename, str(installed), How.CONTENTS, base_source=f.filename,
+                                    removed=f.status == "removed"))
     return UndoPlan(tuple(restores), tuple(compiled))
 
 

@@ -3,7 +3,7 @@ installed files are put back to the range base, as a ``path:`` torch spec.
 
 The overlay is all or nothing: it is made in a hidden sibling directory and renamed into
 place only when every file was restored, so a failed restore leaves no half-made torch
-that a later run could pick up. The red torch is hard-linked (copied across filesystems),
+that a later run could pick up. The red torch is hard-linked (symlinked across filesystems),
 and a restored file is a new file: the red install is never written through a link.
 """
 
@@ -53,7 +53,7 @@ def restored_contents(
     for restore in plan.restores:
         present = (site / restore.installed).is_file()
         # A changed (not moved) file this wheel lacks was never part of what it built on.
-        same_place = restore.base_source in (None, restore.source)
+        same_place = restore.base_source in (None, restore.source) and not restore.removed
         if not present and same_place and restore.how is not How.DELETE:
             skipped.append(restore.source)
             continue
@@ -110,10 +110,11 @@ def build_overlay(torch_dir: Path, dest: Path, contents: Mapping[str, bytes | No
 
 
 def _link_or_copy(src: str, dst: str) -> None:
+    # Across filesystems a symlink, not a copy: a torch is ~15k files and 750 MB.
     try:
         os.link(src, dst)
     except OSError:
-        shutil.copy2(src, dst)
+        os.symlink(os.path.abspath(src), dst)
 
 
 def _drop_bytecode(torch: Path, contents: Mapping[str, bytes | None]) -> None:
