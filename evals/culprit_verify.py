@@ -131,6 +131,10 @@ def _undo(name: str, sha: str, pr: int | None, culprit: bool, plan: UndoPlan, re
         now = contents[rel] if rel in contents else _read(red.parent / rel)
         if now != _read(site / rel):
             differs.append(rel)
+    if differs and plan.compiled:
+        return SuspectAnswer(name, sha, pr, culprit, VerifyState.UNVERIFIABLE,
+                             f"still differs from the green torch in {', '.join(differs[:3])}; "
+                             f"its compiled part ({', '.join(plan.compiled[:2])}) cannot be undone")
     if differs:
         return SuspectAnswer(name, sha, pr, culprit, VerifyState.REFUTED,
                              f"still differs from the green torch in {', '.join(differs[:3])}")

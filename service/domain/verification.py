@@ -204,13 +204,21 @@ def plan_undo(files: Iterable[FileChange]) -> UndoPlan:
                 restores.append(Restore(f.filename, installed, How.DELETE))
             if old_installed is not None:
                 restores.append(Restore(old, old_installed, How.CONTENTS, base_source=old))
-        elif f.patch and f.status in ("modified", "changed"):
+        elif f.patch and f.status in ("modified", "changed") and not _truncated(f):
             restores.append(Restore(f.filename, str(installed), How.PATCH, patch=f.patch))
         else:
             # removed (the base's whole file), or modified without a patch (truncated).
             restores.append(Restore(f.filename, str(installed), How.CONTENTS, base_source=f.filename,
                                     removed=f.status == "removed"))
     return UndoPlan(tuple(restores), tuple(compiled))
+
+
+def _truncated(f: FileChange) -> bool:
+    """GitHub cuts a large file's patch short: it then shows fewer lines than it counts."""
+    lines = f.patch.split("\n") if f.patch else []
+    shown_add = sum(1 for x in lines if x.startswith("+"))
+    shown_del = sum(1 for x in lines if x.startswith("-"))
+    return shown_add < f.additions or shown_del < f.deletions
 
 
 def to_verify(suspects: Sequence[Mapping[str, Any]], plans: Mapping[str, UndoPlan], top: int) -> list[str]:
@@ -238,13 +246,15 @@ class Verification:
 def outcome(
     *, run_state: str, verdict: str | None, error_kind: str | None, error: str | None,
     provisioned: bool, failing: Sequence[str], files: Sequence[str], backend: str,
+    compiled: Sequence[str] = (),
 ) -> tuple[VerifyState, str]:
     """What the verification run (the undone torch) says about the suspect.
 
     ``failing`` are the red run's failures the experiment looked for (test ids, or the
-    build). Passed: confirmed. Red on build or tests: refuted. Anything that kept the
-    experiment from asking (the overlay does not import, infrastructure, cancelled):
-    error, with how."""
+    build). Passed: confirmed. Red on build or tests: refuted, unless the suspect also
+    changed ``compiled`` files, which no overlay undoes: then unverifiable (a still-red
+    run proves nothing about them). Anything that kept the experiment from asking (the
+    overlay does not import, infrastructure, cancelled): error, with how."""
     undone = ", ".join(files)
     if run_state == "passed":
         tests = ", ".join(failing) if failing else "its tests"
@@ -253,6 +263,12 @@ def outcome(
     if not provisioned:
         return (VerifyState.ERROR,
                 f"the overlay with {undone} undone did not import: {_first_line(error)}")
+    if run_state == "failed" and error_kind in (None, "upstream") and compiled:
+        # Only part of the change was undone: the rest (in libtorch) may be what breaks.
+        shown = ", ".join(compiled[:3]) + (", ..." if len(compiled) > 3 else "")
+        return (VerifyState.UNVERIFIABLE,
+                f"with {undone} undone, {backend} still fails, but its change to compiled "
+                f"code ({shown}) cannot be undone without rebuilding torch")
     if run_state == "failed" and error_kind in (None, "upstream"):
         return (VerifyState.REFUTED,
                 f"with {undone} undone, {backend} still fails ({verdict or 'red'}): "

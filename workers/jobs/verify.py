@@ -167,6 +167,7 @@ def _verify_one(
                 error=done.error or done.verdict_reason,
                 provisioned=provision is not None and provision.status == StepStatus.PASSED,
                 failing=_shown(red.failing), files=files, backend=red.backend,
+                compiled=plan.compiled,
             )
         return answer(state, evidence, run_id)
     finally:

@@ -87,6 +87,15 @@ def test_plan_undo_sorts_installed_files_from_compiled_ones() -> None:
     assert plan.restores[-1].base_source == "aten/src/ATen/core/CachingHostAllocator.h"
 
 
+def test_a_patch_showing_fewer_lines_than_github_counts_is_truncated_and_taken_whole() -> None:
+    cut = FileChange("c10/core/ScalarType.h", "modified", patch="@@ -1 +1 @@\n-a\n+b",
+                     additions=400, deletions=12)
+    whole = FileChange("c10/core/ScalarType.h", "modified", patch="@@ -1 +1 @@\n-a\n+b",
+                       additions=1, deletions=1)
+    assert [r.how for r in plan_undo([cut]).restores] == [How.CONTENTS]
+    assert [r.how for r in plan_undo([whole]).restores] == [How.PATCH]
+
+
 def test_a_compiled_only_change_is_not_verifiable_and_says_so() -> None:
     plan = plan_undo([FileChange("aten/src/ATen/native/TypeProperties.cpp", "modified", patch="@@")])
     assert not plan.verifiable
@@ -112,6 +121,12 @@ def test_outcome_reads_the_run_on_the_undone_torch() -> None:
     state, why = outcome(run_state="failed", verdict="upstream", error_kind=None,
                          error="build failed", provisioned=True, **common)  # type: ignore[arg-type]
     assert state is VerifyState.REFUTED and "still fails" in why
+    # The same red run, but the suspect also changed libtorch: that part was not undone.
+    state, why = outcome(run_state="failed", verdict="upstream", error_kind=None,
+                         error="build failed", provisioned=True, compiled=["c10/core/Allocator.cpp"],
+                         **common)  # type: ignore[arg-type]
+    assert state is VerifyState.UNVERIFIABLE
+    assert "its change to compiled code (c10/core/Allocator.cpp) cannot be undone" in why
     state, why = outcome(run_state="failed", verdict="upstream", error_kind="upstream",
                          error="torch does not import: SyntaxError", provisioned=False, **common)  # type: ignore[arg-type]
     assert state is VerifyState.ERROR and "did not import: torch does not import" in why
