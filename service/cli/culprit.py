@@ -20,6 +20,7 @@ from service.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
     from service.config import Settings
@@ -181,9 +182,9 @@ def _adopt_ranking(settings: Settings, session: Session, breakage_id: int, doc: 
 
 
 def _verify(settings: Settings, breakage_id: int, red_run_id: int) -> None:
-    from service.cli.runs import report_to_github
     from service.db import session_factory
     from service.github.client import GitHubClient
+    from service.github.reporter import drain_quietly
     from workers.jobs.verify import verify_breakage
     from workers.pipeline.execute import execute_run
 
@@ -199,7 +200,38 @@ def _verify(settings: Settings, breakage_id: int, red_run_id: int) -> None:
                            GitHubClient.from_settings(settings), execute)
     for v in done:
         console.print(f"  {v.sha[:12]} #{v.pr or '-'}: {v.state} — {escape(v.evidence)}")
-    report_to_github(engine, settings)
+    result = drain_quietly(settings, session_factory(engine))  # the report the answers changed
+    if result is not None and (result.sent or result.errors):
+        console.print(f"github: {result.sent} sent"
+                      + (f"; kept for later: {escape(result.errors[0])}" if result.errors else ""))
+
+
+def verify_after_run(engine: Engine, settings: Settings, run_id: int) -> None:
+    """The embedded mode's verification: each upstream breakage the red run opened and
+    the drain just ranked gets its top suspects verified (one run each), unless
+    ``OOTCI_CULPRIT_VERIFY_TOP=0``. Never fails the run: trouble is printed, the
+    suspects stay unverified (``ootci culprit RUN --verify`` tries again)."""
+    if settings.culprit_verify_top <= 0:
+        return
+    from sqlalchemy import select
+
+    from service.db import session_scope
+    from service.models import Breakage, CulpritVerification, Run
+
+    with session_scope(engine) as session:
+        run = session.get(Run, run_id)
+        if run is None or run.trigger == "verify" or run.state != "failed":
+            return
+        opened = session.scalars(select(Breakage).where(
+            Breakage.first_seen_run_id == run_id, Breakage.category == "upstream"))
+        todo = [b.id for b in opened if b.culprits and b.range_base_sha and session.scalar(
+            select(CulpritVerification.id).where(CulpritVerification.breakage_id == b.id).limit(1)
+        ) is None]
+    for breakage_id in todo:
+        try:
+            _verify(settings, breakage_id, run_id)
+        except Exception as exc:  # a report never fails the run; neither does its check
+            console.print(f"[yellow]verification of breakage {breakage_id} failed:[/] {escape(str(exc))}")
 
 
 def _with_verifications(session: Session, breakage_id: int, doc: Culprits) -> Culprits:

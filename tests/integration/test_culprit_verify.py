@@ -59,7 +59,10 @@ def _case(culprit_patch: str | None) -> dict[str, Any]:
     return case
 
 
-def _red_night(tmp_path: Path, fake_github: FakeGitHub, case: dict[str, Any]) -> tuple[dict[str, str], int, str]:
+def _red_night(tmp_path: Path, fake_github: FakeGitHub, case: dict[str, Any], *,
+               auto: bool = True) -> tuple[dict[str, str], int, str]:
+    """A green night and a red one; with ``auto``, the red `ootci run` verifies its
+    breakage's top suspects itself (else OOTCI_CULPRIT_VERIFY_TOP=0 for the nights)."""
     base, head = fake_github.load_compare_case(case)
     index = NightlyIndex(tmp_path / "index")
     backend = write_header_backend(tmp_path / "vendor")
@@ -70,6 +73,7 @@ def _red_night(tmp_path: Path, fake_github: FakeGitHub, case: dict[str, Any]) ->
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
         "OOTCI_PUBLIC_URL": "https://ootci.example",
+        "OOTCI_CULPRIT_VERIFY_TOP": "3" if auto else "0",
     }
     for day, git, header in ((20, base, ALLOCATOR_H), (21, head, ALLOCATOR_H_CONST)):
         index.publish(f"2.14.0.dev202611{day:02d}+cpu", git, {HEADER: header})
@@ -91,27 +95,22 @@ def _rows(env: dict[str, str]) -> tuple[list[CulpritVerification], list[Run], Br
     return rows, runs, breakage
 
 
-def test_the_culprit_is_confirmed_by_undoing_it_and_only_then_labelled(
+def test_a_red_night_verifies_its_culprit_by_undoing_it_and_only_then_labels(
     tmp_path: Path, fake_github: FakeGitHub
 ) -> None:
     env, red_id, _ = _red_night(tmp_path, fake_github, _case(unified_patch(ALLOCATOR_H, ALLOCATOR_H_CONST)))
-    # Ranked and commented on, but a score accuses no one: no label yet.
-    (comment,) = fake_github.comments(REPO, CULPRIT_PR)
-    assert "**suspected** (not verified: no verification has run)" in comment["body"]
-    assert fake_github.labels(REPO, CULPRIT_PR) == []
 
-    code, doc, err = ootci(env, "culprit", str(red_id), "--verify", "--json")
-    assert code == 0, err
-    top = doc["suspects"][0]
-    assert top["pr"] == CULPRIT_PR and top["verification"]["state"] == "confirmed", err
-    assert top["verification"]["evidence"] == (
-        f"undoing this PR's changes to {HEADER} makes vendor_hdr build and pass its tests")
-    # No other suspect is confirmed (the decoys' headers are not in this torch at all).
-    assert [s["verification"]["state"] for s in doc["suspects"][1:] if s["verification"]] \
-        and all(s["verification"]["state"] != "confirmed" for s in doc["suspects"][1:] if s["verification"])
+    # The red night ranked the range, commented (suspected), verified, then labelled.
+    writes = [(w.method, w.path.split("/issues/")[-1]) for w in fake_github.writes()]
+    (comment,) = fake_github.comments(REPO, CULPRIT_PR)
+    assert writes == [("POST", f"{CULPRIT_PR}/comments"), ("POST", f"{CULPRIT_PR}/labels"),
+                      ("PATCH", f"comments/{comment['id']}")]
+    assert f"**confirmed**: undoing this PR's changes to {HEADER} makes vendor_hdr build" in comment["body"]
+    assert fake_github.labels(REPO, CULPRIT_PR) == [LABEL]
 
     rows, runs, breakage = _rows(env)
     (confirmed,) = [r for r in rows if r.state == "confirmed"]
+    assert confirmed.pr == CULPRIT_PR
     verify_run = next(r for r in runs if r.id == confirmed.run_id)
     assert verify_run.state == "passed" and verify_run.torch_spec.startswith("path:")
     assert verify_run.trigger_info["verify_of"] == red_id
@@ -120,13 +119,16 @@ def test_the_culprit_is_confirmed_by_undoing_it_and_only_then_labelled(
     # The overlay was removed; nothing half-made is left.
     assert list((tmp_path / "home" / "verify").iterdir()) == []
 
-    (edited,) = fake_github.comments(REPO, CULPRIT_PR)
-    assert edited["id"] == comment["id"]
-    assert f"**confirmed**: undoing this PR's changes to {HEADER}" in edited["body"]
-    assert fake_github.labels(REPO, CULPRIT_PR) == [LABEL]
-    # One PR written to: its label and its one comment (posted, then edited in place).
-    assert {w.path.split("/issues/")[-1] for w in fake_github.writes()} == {
-        f"{CULPRIT_PR}/comments", f"{CULPRIT_PR}/labels", f"comments/{comment['id']}"}
+    # `ootci culprit --json` carries each suspect's verification; the confirmed one first.
+    code, doc, err = ootci(env, "culprit", str(red_id), "--json")
+    assert code == 0, err
+    top = doc["suspects"][0]
+    assert top["pr"] == CULPRIT_PR and top["verification"] == {
+        "state": "confirmed", "run_id": verify_run.id,
+        "evidence": f"undoing this PR's changes to {HEADER} makes vendor_hdr build and pass its tests"}
+    others = [s["verification"]["state"] for s in doc["suspects"][1:] if s["verification"]]
+    assert others and "confirmed" not in others  # the decoys' headers are not in this torch
+    assert len(_rows(env)[1]) == len(runs)  # reading it back ran nothing
 
 
 def _with_init_change(case: dict[str, Any]) -> dict[str, Any]:
@@ -161,9 +163,10 @@ def test_bad_input_ends_unverifiable_or_error_with_why_and_labels_nothing(
         fake_github.add_files_at(REPO, base, {HEADER: ALLOCATOR_H.encode()})
     if variant == "overlay-does-not-import":
         fake_github.add_files_at(REPO, base, {"torch/__init__.py": BROKEN_INIT.encode()})
-    env, red_id, _ = _red_night(tmp_path, fake_github, case)
+    env, red_id, _ = _red_night(tmp_path, fake_github, case, auto=False)
 
-    code, doc, err = ootci(env, "culprit", str(red_id), "--verify", "--json")
+    code, doc, err = ootci({**env, "OOTCI_CULPRIT_VERIFY_TOP": "3"},
+                           "culprit", str(red_id), "--verify", "--json")
     assert code == 0, err
     (culprit,) = [s for s in doc["suspects"] if s["pr"] == CULPRIT_PR]
     assert culprit["verification"]["state"] == state, err
