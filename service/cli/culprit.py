@@ -213,21 +213,16 @@ def verify_after_run(engine: Engine, settings: Settings, run_id: int) -> None:
     suspects stay unverified (``ootci culprit RUN --verify`` tries again)."""
     if settings.culprit_verify_top <= 0:
         return
-    from sqlalchemy import select
-
     from service.db import session_scope
-    from service.models import Breakage, CulpritVerification, Run
+    from service.models import Run
+    from workers.jobs.verify import pending
 
     with session_scope(engine) as session:
         run = session.get(Run, run_id)
         if run is None or run.trigger == "verify" or run.state != "failed":
             return
-        opened = session.scalars(select(Breakage).where(
-            Breakage.first_seen_run_id == run_id, Breakage.category == "upstream"))
-        todo = [b.id for b in opened if b.culprits and b.range_base_sha and session.scalar(
-            select(CulpritVerification.id).where(CulpritVerification.breakage_id == b.id).limit(1)
-        ) is None]
-    for breakage_id in todo:
+        todo = pending(session, opened_by=run_id)
+    for breakage_id, _ in todo:
         try:
             _verify(settings, breakage_id, run_id)
         except Exception as exc:  # a report never fails the run; neither does its check

@@ -35,7 +35,7 @@ from service.domain.verification import (
     plan_undo,
     to_verify,
 )
-from service.models import Backend, Breakage, Run, TestResult
+from service.models import Backend, Breakage, CulpritVerification, Run, TestResult
 from workers.jobs.verify_overlay import (
     build_overlay,
     red_torch_dir,
@@ -176,3 +176,23 @@ def _verify_one(
 
 def _shown(failing: Sequence[str]) -> list[str]:
     return list(failing[:5]) + ([f"{len(failing) - 5} more"] if len(failing) > 5 else [])
+
+
+def pending(session: Session, *, opened_by: int | None = None) -> list[tuple[int, int]]:
+    """(breakage, red run) pairs that are ranked and not verified yet, nor being verified:
+    open upstream breakages with suspects and a range base, whose first run failed (that
+    run's torch is what is undone). ``opened_by``: only those that run opened."""
+    query = select(Breakage).where(Breakage.category == "upstream", Breakage.status == "open",
+                                   Breakage.range_base_sha.is_not(None),
+                                   Breakage.first_seen_run_id.is_not(None))
+    if opened_by is not None:
+        query = query.where(Breakage.first_seen_run_id == opened_by)
+    verified = set(session.scalars(select(CulpritVerification.breakage_id).distinct()))
+    # A verify run's trigger_info names its breakage; the JSON is read here, not in SQL.
+    started = {int(info.get("breakage_id", 0)) for info in session.scalars(
+        select(Run.trigger_info).where(Run.trigger == VERIFY)) if isinstance(info, dict)}
+    out = []
+    for b in session.scalars(query.order_by(Breakage.id)):
+        if b.culprits and b.id not in verified | started and b.first_seen_run_id is not None:
+            out.append((b.id, b.first_seen_run_id))
+    return out
