@@ -135,6 +135,9 @@ def _verify_one(
 
     try:
         torch_dir = red_torch_dir(red.torch_spec, red.python)
+    except RestoreError as exc:  # nothing to undo it in: the experiment, not the suspect
+        return answer(VerifyState.ERROR, f"no red torch to undo it in: {exc}")
+    try:
         contents, skipped = restored_contents(torch_dir, plan, base_sha, sources.file_at)
     except RestoreError as exc:
         return answer(VerifyState.UNVERIFIABLE, f"the files could not be restored: {exc}")
