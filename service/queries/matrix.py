@@ -46,9 +46,10 @@ def latest_targets(
 ) -> list[TargetKey]:
     """The ``limit`` most recently run targets, newest first."""
     spec = _unresolved_spec().label("spec")
-    stmt = select(Run.torch_build_id, spec, func.max(Run.id).label("last")).group_by(
-        Run.torch_build_id, spec
-    )
+    # A culprit verification's torch is an experiment (an overlay), not a target.
+    stmt = select(Run.torch_build_id, spec, func.max(Run.id).label("last")).where(
+        Run.trigger != "verify"
+    ).group_by(Run.torch_build_id, spec)
     if backend is not None:
         stmt = stmt.join(Backend, Backend.id == Run.backend_id).where(Backend.name == backend)
     rows = session.execute(stmt.order_by(func.max(Run.id).desc()).limit(limit)).all()

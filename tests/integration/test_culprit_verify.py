@@ -114,6 +114,9 @@ def test_a_red_night_verifies_its_culprit_by_undoing_it_and_only_then_labels(
     verify_run = next(r for r in runs if r.id == confirmed.run_id)
     assert verify_run.state == "passed" and verify_run.torch_spec.startswith("path:")
     assert verify_run.trigger_info["verify_of"] == red_id
+    # Its torch is not the red one, and says so (triage's history must not mix them up).
+    assert verify_run.torch_build is not None
+    assert verify_run.torch_build.git_version.endswith(f"-undo-{confirmed.sha[:12]}")
     # An experiment is no occurrence: the breakage is as the red night left it.
     assert breakage.occurrences == 1 and breakage.status == "open"
     # The overlay was removed; nothing half-made is left.

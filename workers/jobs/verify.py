@@ -41,6 +41,7 @@ from workers.jobs.verify_overlay import (
     red_torch_dir,
     remove_overlay,
     restored_contents,
+    undone_version,
 )
 
 VERIFY = "verify"
@@ -147,7 +148,7 @@ def _verify_one(
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
     overlay = settings.home / "verify" / f"b{breakage_id}-{sha[:12]}-{stamp}"
     try:
-        build_overlay(torch_dir, overlay, contents)
+        build_overlay(torch_dir, overlay, {**contents, **undone_version(torch_dir, sha)})
     except (OSError, RestoreError) as exc:
         return answer(VerifyState.ERROR, f"the overlay could not be made: {exc}")
     try:

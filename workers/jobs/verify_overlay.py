@@ -10,6 +10,7 @@ and a restored file is a new file: the red install is never written through a li
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -80,6 +81,24 @@ def _restored(site: Path, restore: Restore, base_sha: str, file_at: FileAt) -> b
         return reverse_apply(red.read_text(encoding="utf-8"), restore.patch or "").encode()
     except RestoreError as exc:
         raise RestoreError(f"{restore.source}: {exc}") from None
+
+
+_GIT_VERSION = re.compile(r"^git_version\s*(?::\s*str\s*)?=\s*['\"]([^'\"]*)['\"]", re.M)
+
+
+def undone_version(torch_dir: Path, sha: str) -> dict[str, bytes]:
+    """``torch/version.py`` with a git_version of its own (``<red>-undo-<suspect>``): the
+    overlay is not the red torch, and a run that passes on it must never be taken for a
+    pass on the red torch by triage's history."""
+    text = (torch_dir / "version.py").read_text(encoding="utf-8")
+    found = _GIT_VERSION.search(text)
+    red = found.group(1) if found else "unknown"
+    mark = f"{red[:40]}-undo-{sha[:12]}"
+    if found:
+        text = text[:found.start(1)] + mark + text[found.end(1):]
+    else:
+        text += f"\ngit_version = {mark!r}\n"
+    return {"torch/version.py": text.encode()}
 
 
 def build_overlay(torch_dir: Path, dest: Path, contents: Mapping[str, bytes | None]) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from service.domain.upstream import FileChange
 from service.domain.verification import RestoreError, plan_undo, unified_patch
-from workers.jobs.verify_overlay import build_overlay, restored_contents
+from workers.jobs.verify_overlay import build_overlay, restored_contents, undone_version
 
 GREEN = "#pragma once\nstruct A {\n  virtual void f(int d) = 0;\n};\n"
 RED = GREEN.replace("int d", "long d")
@@ -22,6 +22,7 @@ def _red_torch(root: Path) -> Path:
     torch = root / "site" / "torch"
     (torch / "include" / "c10" / "core").mkdir(parents=True)
     (torch / "__init__.py").write_text("__version__ = '2.14.0'\n")
+    (torch / "version.py").write_text("__version__ = '2.14.0'\ngit_version = '" + "c" * 40 + "'\n")
     (torch / "include" / "c10" / "core" / "A.h").write_text(RED)
     (torch / "utils.py").write_text("x = 1\n")
     return torch
@@ -68,3 +69,12 @@ def test_an_overlay_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) ->
         build_overlay(torch, tmp_path / "overlay", {"torch/include/ok.h": b"1", "torch/../../evil": b"x"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
     assert not (tmp_path / "evil").exists()
+
+
+def test_the_overlay_has_a_git_version_of_its_own(tmp_path: Path) -> None:
+    # A pass on the undone torch must not read as a pass on the red one in triage's history.
+    torch = _red_torch(tmp_path)
+    (rel, text), = undone_version(torch, "9c384d5049ce" + "0" * 28).items()
+    assert rel == "torch/version.py"
+    assert f"git_version = '{'c' * 40}-undo-9c384d5049ce'" in text.decode()
+    assert "__version__ = '2.14.0'" in text.decode()
