@@ -2,6 +2,7 @@
 
     python -m evals classifier [--live] [--only NAME ...] [--logs DIR] [--json]
     python -m evals culprit [--cases DIR] [--json]
+    python -m evals culprit-verify [--cases DIR] [--top N] [--json]
     python -m evals mutants list [--json]
     python -m evals mutants apply NAME --out DIR [--torch-dir DIR] [--json]
 
@@ -243,6 +244,33 @@ def culprit(
     else:
         out.print(escape(report.render()))
     if report.misses:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command("culprit-verify")
+def culprit_verify(
+    cases: Annotated[Path, typer.Option("--cases", help="The culprit corpus: <case>.json "
+                                        "each.")] = CULPRIT_CASES,
+    top: Annotated[int, typer.Option("--top", min=1, help="Suspects verified per case.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Verify the top suspects of each mutant-backed culprit case by undoing them in an
+    overlay of the mutant torch: every culprit confirmed, no decoy ever (exit 1 otherwise)."""
+    from evals.culprit_verify import evaluate
+
+    if not cases.is_dir():
+        die(f"{cases} is not a directory of culprit cases")
+    report = evaluate(cases.glob("*.json"), top)
+    if as_json:
+        print_json({
+            "culprits": report.culprits, "culprits_confirmed": report.culprits_confirmed,
+            "decoys_confirmed": report.decoys_confirmed,
+            "answers": [{"case": a.case, "sha": a.sha, "pr": a.pr, "culprit": a.culprit,
+                         "state": a.state.value, "why": a.why} for a in report.answers],
+        })
+    else:
+        out.print(escape(report.render()))
+    if report.decoys_confirmed or report.culprits_confirmed < report.culprits:
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -240,6 +240,15 @@ class Settings(BaseSettings):
         0.5, ge=0, le=1,
         description="A breakage's top suspect is labelled and commented on only from this score.",
     )
+    culprit_verify_top: int = Field(
+        3, ge=0, le=20,
+        description="How many of a breakage's top suspects with changes to installed files "
+        "are verified by undoing them in an overlay of the red torch (0: none).",
+    )
+    label_unverified: bool = Field(
+        False, description="Label a suspected PR on its score alone, as before verification; "
+        "by default only a suspect confirmed by undoing it is labelled.",
+    )
     github_unlabel_on_fix: bool = Field(
         False, description="Remove the label from the suspected PR once its breakages resolve."
     )

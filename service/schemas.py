@@ -322,12 +322,21 @@ class RangeOut(BaseModel):
     compare_url: str | None
 
 
+class VerificationOut(BaseModel):
+    """A suspect undone in an overlay of the red torch, and what the run on it said."""
+
+    state: str = Field(description="confirmed, refuted, unverifiable or error")
+    run_id: int | None = Field(description="The run on the undone torch; null when none ran")
+    evidence: str
+
+
 class SuspectOut(BaseModel):
     sha: str
     pr: int | None
     title: str
     score: float = Field(ge=0, le=1)
     reasons: list[str]
+    verification: VerificationOut | None = None
 
 
 class ReportOut(_Orm):

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from service.commands.runs import plan_rerun, stale_run_ids
 from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
+from service.github.client import GitHubClient
 from service.github.reporter import drain_with_settings
 from service.models import Run, RunState
 from workers.celery_app import app
@@ -30,6 +31,8 @@ from workers.jobs.bisect import advance
 from workers.jobs.nightly import plan_nightly
 from workers.jobs.pin_reports import make_weekly_reports
 from workers.jobs.pr_wait import check_waiting
+from workers.jobs.verify import pending as verify_pending
+from workers.jobs.verify import verify_breakage
 from workers.pipeline.env.resolve import nightly_dates
 from workers.pipeline.execute import execute_run
 from workers.pipeline.testrun.shards import execute_shard
@@ -186,7 +189,25 @@ def drain_outbox() -> dict[str, Any]:
     result = drain_with_settings(settings, session_factory(_engine()))
     if result.errors:
         log.warning("outbox: %s", "; ".join(result.errors[:3]))
+    if settings.culprit_verify_top > 0:
+        # Ranked by this drain, not verified yet: undo the top suspects (issue #29).
+        with session_scope(_engine()) as session:
+            for breakage_id, red_run_id in verify_pending(session):
+                verify_culprits.apply_async((breakage_id, red_run_id))
     return asdict(result)
+
+
+@app.task(name="ootci.culprit.verify")  # type: ignore[untyped-decorator]
+def verify_culprits(breakage_id: int, red_run_id: int) -> list[dict[str, Any]]:
+    """Verify a breakage's top suspects by undoing each on the red run's torch (one run
+    each, executed here), then send the report their answers changed."""
+    settings = get_settings()
+    engine = _engine()
+    done = verify_breakage(session_factory(engine), settings, breakage_id, red_run_id,
+                           GitHubClient.from_settings(settings),
+                           lambda run_id: execute_run(engine, settings, run_id, worker_id()))
+    drain_with_settings(settings, session_factory(engine))
+    return [{"sha": v.sha, **v.to_dict()} for v in done]
 
 
 @app.task(name="ootci.pr.check_waiting")  # type: ignore[untyped-decorator]

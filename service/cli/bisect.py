@@ -42,6 +42,7 @@ def bisect(
     trigger bisect) until one night is left, then rank that night's commits."""
     from sqlalchemy import select
 
+    from service.cli.culprit import verify_ranked
     from service.cli.runs import report_to_github
     from service.db import session_scope
     from service.documents import bisection_out
@@ -80,7 +81,14 @@ def bisect(
             execute_run(engine, settings, run_id, worker_id())
     else:
         die(f"still bisecting after {MAX_ROUNDS} rounds", code=EXIT_FAILED)
-    report_to_github(engine, settings)
+    report_to_github(engine, settings)  # ranks the narrowed ranges
+    with session_scope(engine) as session:
+        ended = select(Bisection.breakage_id).where(Bisection.state != "running")
+        if breakage_id is not None:
+            ended = ended.where(Bisection.breakage_id == breakage_id)
+        narrowed = set(session.scalars(ended))
+    # As after a red `ootci run`: the narrowed range's top suspects, undone and rerun.
+    verify_ranked(engine, settings, only=narrowed)
 
     with session_scope(engine) as session:
         chosen = select(Bisection.breakage_id).order_by(Bisection.id)

@@ -16,9 +16,11 @@ from service.cli.common import (
     migrated_engine,
     out,
     print_json,
+    worker_id,
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
     from service.config import Settings
@@ -44,11 +46,14 @@ def _print_culprits(doc: Culprits) -> None:
         out.print(escape(doc.note or "no suspect"))
         return
     table = Table(title="suspects, best first")
-    for col in ("score", "PR", "commit", "title", "why"):
+    for col in ("score", "PR", "commit", "title", "why", "verified"):
         table.add_column(col)
     for s in doc.suspects:
+        v = s.verification
         table.add_row(f"{s.score:.2f}", f"#{s.pr}" if s.pr else "-", s.sha[:12], escape(s.title),
-                      escape("\n".join(s.reasons)))
+                      escape("\n".join(s.reasons)),
+                      escape(f"{v.state} (run {v.run_id}): {v.evidence}" if v and v.run_id
+                             else f"{v.state}: {v.evidence}" if v else "-"))
     out.print(table)
 
 
@@ -112,10 +117,17 @@ def culprit(
         typer.Option("--base-run", help="Compare against this run's torch (default: the "
                      "newest passed run of the same backend on the same track before RUN)."),
     ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Verify the top suspects (OOTCI_CULPRIT_VERIFY_TOP) by "
+                     "undoing each one's changes to installed torch files in an overlay of the "
+                     "red torch and rerunning the failing tests there: a run per suspect."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The regression range of RUN and its upstream commits ranked by how well they match
-    what the failures name, with the reasons."""
+    what the failures name, with the reasons (and, with --verify, what undoing each of the
+    top suspects did: confirmed, refuted, unverifiable or error)."""
     if run_id is None:
         die("give a RUN: a red run to find the upstream change for")
     from service.db import session_scope
@@ -130,10 +142,119 @@ def culprit(
             die(f"run {base.id} is of another backend than run {run.id}: a range compares "
                 "two runs of one backend")
         doc = _rank_run(settings, session, run, base)
+        breakage_id = _breakage_of(session, run, verify)
+        if verify and breakage_id is not None:
+            _adopt_ranking(settings, session, breakage_id, doc)
+    if verify and breakage_id is not None:
+        _verify(settings, breakage_id, run_id)
+    if breakage_id is not None:
+        with session_scope(migrated_engine(settings)) as session:
+            doc = _with_verifications(session, breakage_id, doc)
     if as_json:
         print_json(doc.model_dump(mode="json"))
     else:
         _print_culprits(doc)
+
+
+def _breakage_of(session: Session, run: Run, verify: bool) -> int | None:
+    """The upstream breakage the run's failures belong to (what a verification is of)."""
+    ids = sorted({f.breakage_id for f in run.failures if f.breakage_id is not None
+                  and (f.triage or f.category) == "upstream"})
+    if verify and not ids:
+        die(f"run {run.id} has no upstream breakage: there is no culprit to verify")
+    return ids[0] if ids else None
+
+
+def _adopt_ranking(settings: Settings, session: Session, breakage_id: int, doc: Culprits) -> None:
+    """The breakage keeps the ranking it was analysed with; one not analysed yet (GitHub
+    was down) takes this one, so what is verified is what the report will name."""
+    from service.commands import culprits
+    from service.models import Breakage
+
+    breakage = session.get_one(Breakage, breakage_id)
+    if not breakage.range_base_sha:
+        die(f"breakage {breakage_id} has no regression range base: nothing to restore to")
+    if not breakage.culprits:
+        culprits.store_suspects(session, breakage, [s.model_dump(exclude={"verification"})
+                                                    for s in doc.suspects],
+                                doc.note, repo=settings.upstream_repo,
+                                min_score=settings.culprit_min_score)
+
+
+def _verify(settings: Settings, breakage_id: int, red_run_id: int) -> None:
+    from service.db import session_factory
+    from service.github.client import GitHubClient
+    from service.github.reporter import drain_quietly
+    from workers.jobs.verify import verify_breakage
+    from workers.pipeline.execute import execute_run
+
+    engine = migrated_engine(settings)
+    console.print(f"verifying the top {settings.culprit_verify_top} suspects of breakage "
+                  f"{breakage_id} by undoing them on the torch of run {red_run_id}")
+
+    def execute(run_id: int) -> str | None:
+        console.print(f"  verification run {run_id} ...")
+        return execute_run(engine, settings, run_id, worker_id())
+
+    done = verify_breakage(session_factory(engine), settings, breakage_id, red_run_id,
+                           GitHubClient.from_settings(settings), execute)
+    for v in done:
+        console.print(f"  {v.sha[:12]} #{v.pr or '-'}: {v.state} — {escape(v.evidence)}")
+    result = drain_quietly(settings, session_factory(engine))  # the report the answers changed
+    if result is not None and (result.sent or result.errors):
+        console.print(f"github: {result.sent} sent"
+                      + (f"; kept for later: {escape(result.errors[0])}" if result.errors else ""))
+
+
+def verify_after_run(engine: Engine, settings: Settings, run_id: int) -> None:
+    """The embedded mode's verification: each upstream breakage the red run opened and
+    the drain just ranked gets its top suspects verified (one run each), unless
+    ``OOTCI_CULPRIT_VERIFY_TOP=0``. Never fails the run: trouble is printed, the
+    suspects stay unverified (``ootci culprit RUN --verify`` tries again)."""
+    from service.db import session_scope
+    from service.domain.experiments import EXPERIMENTS
+    from service.models import Run
+
+    with session_scope(engine) as session:
+        run = session.get(Run, run_id)
+        if run is None or run.trigger in EXPERIMENTS or run.state != "failed":
+            return
+    verify_ranked(engine, settings, opened_by=run_id)
+
+
+def verify_ranked(engine: Engine, settings: Settings, *, opened_by: int | None = None,
+                  only: set[int] | None = None) -> None:
+    """Verify the top suspects of every ranked, unverified breakage (``opened_by``: those
+    that run opened; ``only``: those breakages, e.g. the ones a bisection just narrowed).
+    Trouble is printed, never raised: the suspects stay unverified."""
+    if settings.culprit_verify_top <= 0:
+        return
+    from service.db import session_scope
+    from workers.jobs.verify import pending
+
+    with session_scope(engine) as session:
+        todo = [(b, r) for b, r in pending(session, opened_by=opened_by)
+                if only is None or b in only]
+    for breakage_id, red_run_id in todo:
+        try:
+            _verify(settings, breakage_id, red_run_id)
+        except Exception as exc:  # a report never fails the run; neither does its check
+            console.print(f"[yellow]verification of breakage {breakage_id} failed:[/] {escape(str(exc))}")
+
+
+def _with_verifications(session: Session, breakage_id: int, doc: Culprits) -> Culprits:
+    """Each suspect with its newest verification, confirmed ones first."""
+    from service.domain.verification import is_confirmed
+    from service.queries.verifications import of_breakage
+    from service.schemas import VerificationOut
+
+    newest: dict[str, VerificationOut] = {}
+    for row in of_breakage(session, breakage_id):
+        newest.setdefault(row.sha, VerificationOut(state=row.state, run_id=row.run_id,
+                                                   evidence=row.evidence))
+    suspects = [s.model_copy(update={"verification": newest.get(s.sha)}) for s in doc.suspects]
+    first = [s for s in suspects if s.verification and is_confirmed(s.model_dump())]
+    return doc.model_copy(update={"suspects": first + [s for s in suspects if s not in first]})
 
 
 def report(

@@ -261,6 +261,9 @@ def _execute_with_progress(engine: Engine, settings: Settings, run_id: int, as_j
     with RunProgress(console, run_id, enabled=not as_json) as progress:
         state = execute_run(engine, settings, run_id, worker_id(), on_event=progress.on_event)
     report_to_github(engine, settings)
+    from service.cli.culprit import verify_after_run
+
+    verify_after_run(engine, settings, run_id)  # issue #29: undo the top suspects, then report
     return state
 
 

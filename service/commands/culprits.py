@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from service.commands import bisections, outbox
 from service.domain.regression import RegressionRange
+from service.domain.verification import VerifyState, is_confirmed
 from service.models import Breakage, OutboxKind, Run, utcnow
 
 UPSTREAM = "upstream"
@@ -98,13 +99,23 @@ def store_suspects(
 
 
 def reported_pr(breakage: Breakage, min_score: float) -> int | None:
-    """The PR a breakage is reported on: its top suspect's, when confident enough."""
-    if not breakage.culprits:
+    """The PR a breakage is reported on: its top suspect's, when confident enough or
+    confirmed by undoing it (``service.domain.verification``); a suspect the experiment
+    refuted is passed over."""
+    top = reported_suspect(breakage)
+    if top is None or top.get("pr") is None:
         return None
-    top = breakage.culprits[0]
-    if top.get("pr") is None or float(top.get("score", 0)) < min_score:
+    if not is_confirmed(top) and float(top.get("score", 0)) < min_score:
         return None
     return int(top["pr"])
+
+
+def reported_suspect(breakage: Breakage) -> dict[str, Any] | None:
+    """The suspect a report names: the first one no verification refuted."""
+    for suspect in breakage.culprits or []:
+        if (suspect.get("verification") or {}).get("state") != VerifyState.REFUTED:
+            return dict(suspect)
+    return None
 
 
 def breakages_on_pr(session: Session, pr: int, min_score: float) -> list[Breakage]:

@@ -31,6 +31,21 @@ class BreakageReport:
     score: float
     reasons: tuple[str, ...]
     url: str | None
+    # The suspect's verification by undoing it (service.domain.verification): its state
+    # and evidence; None when none has run.
+    verification: str | None = None
+    evidence: str | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        return self.verification == "confirmed"
+
+    def verdict_line(self) -> str:
+        """What the experiment says, in the words an upstream author reads first."""
+        if self.confirmed and self.evidence:
+            return f"**confirmed**: {self.evidence}"
+        why = self.evidence if self.verification and self.evidence else "no verification has run"
+        return f"**suspected** (not verified: {why})"
 
 
 def _short(sha: str | None) -> str:
@@ -74,6 +89,8 @@ def render(pr: int, reports: list[BreakageReport]) -> str:
             f"{title}, seen {report.occurrences} time{'' if report.occurrences == 1 else 's'}; "
             f"torch {_range(report)}",
             "",
+            report.verdict_line(),
+            "",
             _fence(report.decisive_line),
             "",
             f"Why this PR (score {report.score:.2f}):",
@@ -83,6 +100,8 @@ def render(pr: int, reports: list[BreakageReport]) -> str:
     parts.append(
         "<sub>Posted by ootci, the nightly PrivateUse1 compatibility CI. It ranks the "
         "commits of the torch range by what the failure names; the score is its confidence, "
-        "not a verdict. This comment is edited in place as nights go by.</sub>"
+        "not a verdict. A suspect is confirmed only by rebuilding the backend on the red torch "
+        "with this PR's changes to installed files undone. This comment is edited in place "
+        "as nights go by.</sub>"
     )
     return "\n".join(parts)

@@ -167,6 +167,24 @@ class GitHubClient:
 
         return self._call(repo, f"read commit {sha[:12]}", read)
 
+    # -- undoing a suspect (culprit verification) ---------------------------------------------
+    def commit(self, sha: str) -> UpstreamCommit:
+        """One upstream commit with its files and patches (the commit API)."""
+        repo = self._repo(self.upstream_repo)
+        return self._call(self.upstream_repo, f"read commit {sha[:12]}",
+                          lambda: self._upstream_commit(repo.get_commit(sha)))
+
+    def file_at(self, path: str, ref: str) -> bytes | None:
+        """An upstream file as it was at ``ref`` (the contents API); None when it did not
+        exist there (404)."""
+        repo = self._repo(self.upstream_repo)
+
+        def read() -> bytes | None:
+            found = _file(repo, path, ref)
+            return None if found is None else found.decoded_content
+
+        return self._call(self.upstream_repo, f"read {path} at {ref[:12]}", read)
+
     # -- reporting on an upstream PR ---------------------------------------------------------
     def add_label(self, pr: int, name: str, repo: str | None = None) -> None:
         full_name = repo or self.upstream_repo

@@ -39,6 +39,8 @@ class ReportSettings:
     unlabel_on_fix: bool
     # False: a dry run (no token): writes are stored, not sent.
     can_write: bool
+    # Label on the score alone (OOTCI_LABEL_UNVERIFIED), not only a confirmed suspect.
+    label_unverified: bool = False
 
 
 @dataclass
@@ -78,7 +80,8 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
         decisive = session.scalar(
             select(Failure.line).where(Failure.breakage_id == breakage.id).order_by(Failure.id.desc()).limit(1)
         )
-        top = breakage.culprits[0]
+        top = culprits.reported_suspect(breakage) or breakage.culprits[0]
+        verification = top.get("verification") or {}
         reports.append(
             BreakageReport(
                 breakage_id=breakage.id,
@@ -96,9 +99,22 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
                 score=float(top["score"]),
                 reasons=tuple(top.get("reasons", ())),
                 url=breakage_url(cfg.public_url, breakage.id),
+                verification=verification.get("state"),
+                evidence=verification.get("evidence"),
             )
         )
     return reports
+
+
+def label_op(reports: list[BreakageReport], cfg: ReportSettings) -> str:
+    """What the PR's label does: added while a break is open and confirmed by undoing the
+    PR (any open one, with ``label_unverified``: on score alone), removed once all are
+    resolved when ``unlabel_on_fix``; else kept as it is. A score is not a verdict, and
+    a label is a public accusation."""
+    open_ones = [r for r in reports if not r.resolved]
+    if open_ones:
+        return "add" if cfg.label_unverified or any(r.confirmed for r in open_ones) else "keep"
+    return "remove" if cfg.unlabel_on_fix else "keep"
 
 
 def _report_pr(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
@@ -107,15 +123,14 @@ def _report_pr(session: Session, message: OutboxMessage, github: GitHubClient, c
     if not reports:
         return {"skipped": "no breakage names this PR any more"}
     body = render(pr, reports)
-    still_open = any(not r.resolved for r in reports)
-    label_op = "add" if still_open else ("remove" if cfg.unlabel_on_fix else "keep")
-    result: dict[str, Any] = {"pr": pr, "label": cfg.label, "label_op": label_op, "body": body}
+    op = label_op(reports, cfg)
+    result: dict[str, Any] = {"pr": pr, "label": cfg.label, "label_op": op, "body": body}
     if not cfg.can_write:
         return result
-    if label_op == "add":
+    if op == "add":
         github.add_label(pr, cfg.label)
     comment_id, url, created = github.upsert_comment(pr, MARKER, body)
-    if label_op == "remove":
+    if op == "remove":
         github.remove_label(pr, cfg.label)
     return {**result, "comment_id": comment_id, "comment_url": url, "created": created}
 
@@ -209,6 +224,7 @@ def report_settings(settings: Settings) -> ReportSettings:
         public_url=settings.public_url,
         unlabel_on_fix=settings.github_unlabel_on_fix,
         can_write=bool(settings.github_token.get_secret_value()),
+        label_unverified=settings.label_unverified,
     )
 
 

@@ -12,6 +12,7 @@ from service.models.pin_report import PinReport
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
 from service.models.shard import ShardState, TestShard
 from service.models.torch_build import SourceKind, TorchBuild
+from service.models.verification import CulpritVerification
 from service.models.webhook import WebhookDelivery
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Breakage",
     "BreakageStatus",
     "ConformanceResult",
+    "CulpritVerification",
     "Failure",
     "IllegalTransition",
     "LogChunk",

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from service.domain.experiments import EXPERIMENTS
 from service.domain.states import Outcome, StepName, StepStatus
 from service.domain.triage import RunIdentity, TorchIdentity, TriageEvidence
 from service.domain.verdict import Category, Stage
@@ -137,7 +138,9 @@ class _Lookup:
 
 
 def _earlier(run: Run, lookup: _Lookup) -> list[Any]:
-    where = [Run.backend_id == run.backend_id, lookup.run_id < run.id]
+    # Experiments (service/domain/experiments.py) are no history: a partial suite.
+    where = [Run.backend_id == run.backend_id, lookup.run_id < run.id,
+             Run.trigger.not_in(EXPERIMENTS)]
     if lookup.window is not None:
         where.append(lookup.run_id.in_(lookup.window))
     return where
@@ -178,7 +181,8 @@ def _first_failed_after(session: Session, run: Run, lookup: _Lookup, after: Mapp
 
 def _lookups(run: Run) -> dict[str, _Lookup]:
     window = (
-        select(Run.id).where(Run.backend_id == run.backend_id, Run.id < run.id)
+        select(Run.id).where(Run.backend_id == run.backend_id, Run.id < run.id,
+                             Run.trigger.not_in(EXPERIMENTS))
         .order_by(Run.id.desc()).limit(MODULE_WINDOW)
     )
     worked = and_(ConformanceResult.passed > 0, ConformanceResult.failed == 0)
@@ -225,7 +229,7 @@ def _failed_before(session: Session, run: Run, fingerprints: Collection[str]
             .outerjoin(TorchBuild, TorchBuild.id == Run.torch_build_id)
             .where(
                 Run.backend_id == run.backend_id, Run.id < run.id,
-                Failure.fingerprint.in_(chunk),
+                Run.trigger.not_in(EXPERIMENTS), Failure.fingerprint.in_(chunk),
                 or_(Failure.triage.is_(None), Failure.triage.not_in(_NOT_EVIDENCE)),
             )
             .group_by(Failure.fingerprint, Run.backend_sha, TorchBuild.version,

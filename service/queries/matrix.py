@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
+from service.domain.experiments import EXPERIMENTS
 from service.models import Backend, Run, TorchBuild
 
 
@@ -46,9 +47,10 @@ def latest_targets(
 ) -> list[TargetKey]:
     """The ``limit`` most recently run targets, newest first."""
     spec = _unresolved_spec().label("spec")
-    stmt = select(Run.torch_build_id, spec, func.max(Run.id).label("last")).group_by(
-        Run.torch_build_id, spec
-    )
+    # An experiment's torch (a bisection's night, a verification's overlay) is no target.
+    stmt = select(Run.torch_build_id, spec, func.max(Run.id).label("last")).where(
+        Run.trigger.not_in(EXPERIMENTS)
+    ).group_by(Run.torch_build_id, spec)
     if backend is not None:
         stmt = stmt.join(Backend, Backend.id == Run.backend_id).where(Backend.name == backend)
     rows = session.execute(stmt.order_by(func.max(Run.id).desc()).limit(limit)).all()

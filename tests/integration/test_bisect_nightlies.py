@@ -1,9 +1,10 @@
-"""Issue #29's bisection acceptance, end to end: real `ootci` processes build a header
-backend with the real compiler against five nightlies on a local index; the backend is
-green on night 1, misses nights 2-4 and is red on night 5. The range (night 1 .. night 5)
-is bisected over the nights in between with at most 3 probe runs, narrowed to night 1 ..
-night 2, and only that night's commits are ranked: the culprit PR gets one label and one
-comment from the fake GitHub, nothing else is written."""
+"""Issue #29's acceptance, end to end: real `ootci` processes build a header backend with
+the real compiler against five nightlies on a local index; the backend is green on night
+1, misses nights 2-4 and is red on night 5. The range (night 1 .. night 5) is bisected
+over the nights in between with at most 3 probe runs, narrowed to night 1 .. night 2, and
+only that night's commits are ranked; the top suspect is verified by undoing its change
+on night 5's torch: confirmed, the culprit PR gets one label and one comment saying so
+from the fake GitHub, nothing else is written."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sqlalchemy import create_engine, select
 from evals.paths import CULPRIT_CASES
 from service.api.app import create_app
 from service.config import Settings
+from service.domain.verification import unified_patch
 from service.models import Bisection, Run
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
@@ -49,10 +51,20 @@ def ootci(env: dict[str, str], *args: str) -> tuple[int, Any, str]:
     return proc.returncode, data, proc.stderr
 
 
-def test_a_missed_stretch_is_bisected_to_one_night_and_only_its_culprit_is_told(
+def _case() -> dict[str, Any]:
+    """The corpus case, the culprit's hunk for the header made exact for these wheels (the
+    corpus's hunk is the real PR's, against the real header)."""
+    case = json.loads(CASE.read_text())
+    for f in case["commits"][case["expected"]["sha"]]["files"]:
+        if f["filename"] == HEADER:
+            f["patch"] = unified_patch(ALLOCATOR_H, ALLOCATOR_H_CONST)
+    return dict(case)
+
+
+def test_a_missed_stretch_is_bisected_to_one_night_and_its_confirmed_culprit_is_told(
     tmp_path: Path, fake_github: FakeGitHub
 ) -> None:
-    base, head = fake_github.load_compare_case(CASE)
+    base, head = fake_github.load_compare_case(_case())
     index = NightlyIndex(tmp_path / "index")
     backend = write_header_backend(tmp_path / "vendor")
     database = f"sqlite:///{tmp_path / 'ootci.db'}"
@@ -104,14 +116,18 @@ def test_a_missed_stretch_is_bisected_to_one_night_and_only_its_culprit_is_told(
     assert compares and all(p.endswith(f"/compare/{base}...{head}") for p in compares), compares
     (comment,) = fake_github.comments(REPO, 120969)
     assert "2.14.0.dev20261121+cpu" in comment["body"] and "2.14.0.dev20261122+cpu" in comment["body"]
+    assert f"**confirmed**: undoing this PR's changes to {HEADER} makes" in comment["body"]
     assert fake_github.labels(REPO, 120969) == [LABEL]
-    assert {w.path.split("/issues/")[-1].split("/")[0] for w in fake_github.writes()} == {"120969"}
+    # Nothing else written: the PR's one comment (posted, then edited to "confirmed") and label.
+    assert {w.path.split("/issues/")[-1] for w in fake_github.writes()} == {
+        "120969/comments", "120969/labels", f"comments/{comment['id']}"}
 
     # `ootci culprit RUN` ranks the same narrowed range for the red run.
     code, culprit, err = ootci(env, "culprit", str(red["id"]), "--json")
     assert code == 0, err
     assert (culprit["range"]["base"], culprit["range"]["head"]) == (base, head)
     assert culprit["suspects"][0]["pr"] == 120969
+    assert culprit["suspects"][0]["verification"]["state"] == "confirmed"
 
     engine = create_engine(database)
     try:

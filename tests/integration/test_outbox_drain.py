@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.commands import culprits
+from service.commands import culprits, verifications
 from service.domain.pr_comment import MARKER
+from service.domain.verification import Verification, VerifyState
 from service.github.client import GitHubClient
 from service.github.reporter import ReportSettings, drain
 from service.models import (
@@ -33,7 +34,7 @@ LABEL = "module: PrivateUse1-break"
 def _cfg(**kw: Any) -> ReportSettings:
     base: dict[str, Any] = dict(repo=REPO, label=LABEL, min_score=0.5,
                                 public_url="https://ootci.example", unlabel_on_fix=True,
-                                can_write=True)
+                                can_write=True, label_unverified=True)
     base.update(kw)
     return ReportSettings(**base)
 
@@ -89,6 +90,55 @@ def test_range_ranked_pr_labelled_one_comment_edited_then_resolved(
     assert drain(sessions, _client(fake_github), _cfg()).sent == 1
     (final,) = fake_github.comments(REPO, 120969)
     assert final["id"] == comment["id"] and "## ootci: resolved" in final["body"]
+    assert fake_github.labels(REPO, 120969) == []
+
+
+def test_by_default_only_a_confirmed_suspect_is_labelled_and_the_comment_says_which(
+    engine: Engine, fake_github: FakeGitHub
+) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        breakage_id = breakage_with_range(session, base, head).id
+    cfg = _cfg(label_unverified=False)
+
+    assert drain(sessions, _client(fake_github), cfg).errors == []
+    (comment,) = fake_github.comments(REPO, 120969)
+    assert "**suspected** (not verified: no verification has run)" in comment["body"]
+    assert fake_github.labels(REPO, 120969) == []  # a score alone accuses no one
+
+    evidence = ("undoing this PR's changes to c10/core/Allocator.h makes torch_openreg build "
+                "and pass its tests")
+    with sessions() as session:
+        breakage = session.get_one(Breakage, breakage_id)
+        top = breakage.culprits[0]
+        verifications.record(session, breakage, [
+            Verification(top["sha"], top["pr"], VerifyState.CONFIRMED, evidence, run_id=None)
+        ], repo=REPO, min_score=0.5)
+        session.commit()
+    assert drain(sessions, _client(fake_github), cfg).sent == 1
+    (edited,) = fake_github.comments(REPO, 120969)
+    assert edited["id"] == comment["id"] and f"**confirmed**: {evidence}" in edited["body"]
+    assert fake_github.labels(REPO, 120969) == [LABEL]
+
+
+def test_a_refuted_top_suspect_is_not_reported_and_never_labelled(
+    engine: Engine, fake_github: FakeGitHub
+) -> None:
+    base, head = fake_github.load_compare_case(CASE)
+    sessions = sessionmaker(engine)
+    with sessions() as session:
+        breakage = breakage_with_range(session, base, head)
+        breakage_id = breakage.id
+    drain(sessions, _client(fake_github), _cfg(label_unverified=False))
+    with sessions() as session:
+        breakage = session.get_one(Breakage, breakage_id)
+        suspects = breakage.culprits
+        verifications.record(session, breakage, [
+            Verification(s["sha"], s["pr"], VerifyState.REFUTED, "still fails") for s in suspects
+        ], repo=REPO, min_score=0.5)
+        assert culprits.reported_pr(breakage, 0.5) is None
+        session.commit()
     assert fake_github.labels(REPO, 120969) == []
 
 

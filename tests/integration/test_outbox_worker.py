@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from service.db import make_engine
 from service.migrate import upgrade
-from service.models import Breakage, OutboxMessage, OutboxState
+from service.models import Breakage, CulpritVerification, OutboxMessage, OutboxState
 from tests.support.fake_github import FakeGitHub
 from tests.support.processes import Processes, celery_worker
 from tests.support.upstream_rows import CASE, breakage_with_range
@@ -39,6 +39,7 @@ def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> 
         "OOTCI_BROKER_URL": REDIS_URL,
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
+        "OOTCI_LABEL_UNVERIFIED": "true",  # labelled on its score, as before verification
     })
     processes = Processes(tmp_path / "logs")
     processes.start("worker", celery_worker("outbox", pool="solo", concurrency=None), env)
@@ -78,4 +79,14 @@ def test_a_worker_drains_the_outbox_once_through_a_502(
     with Session(engine) as session:
         breakage = session.get(Breakage, breakage_id)
         assert breakage is not None and breakage.culprits[0]["pr"] == 120969
+
+    # The drain that ranked it queued its verification (ootci.culprit.verify): these rows
+    # have no torch env to undo anything in, and the worker says so.
+    def verified() -> list[CulpritVerification]:
+        with Session(engine) as session:
+            return list(session.scalars(select(CulpritVerification)))
+
+    wait_until(verified, 90, "the verification of the top suspects")
+    top = next(v for v in verified() if v.pr == 120969)
+    assert top.state == "error" and "no red torch to undo it in" in top.evidence
     engine.dispose()

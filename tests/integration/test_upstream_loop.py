@@ -55,6 +55,9 @@ def test_green_red_red_fixed_labels_and_comments_the_culprit_pr_once(
         "OOTCI_NIGHTLY_INDEX_URL": index.url,
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
+        # The score-only loop, as before verification (tests/integration/test_culprit_verify.py).
+        "OOTCI_LABEL_UNVERIFIED": "true",
+        "OOTCI_CULPRIT_VERIFY_TOP": "0",
         "OOTCI_GITHUB_UNLABEL_ON_FIX": "true",
         "OOTCI_PUBLIC_URL": "https://ootci.example",
     }

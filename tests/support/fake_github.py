@@ -238,6 +238,13 @@ class FakeGitHub:
                 state.trees[sha] = dict(tree)
             return sha
 
+    def add_files_at(self, repo: str, sha: str, files: Mapping[str, bytes]) -> None:
+        """Files the contents API serves at commit ``sha`` (``?ref=sha``), added to any it
+        already has: real files, e.g. an installed torch's headers as the range base had them."""
+        state = self.add_repo(repo)
+        with self._lock:
+            state.trees.setdefault(sha, {}).update(files)
+
     def add_compare(self, repo: str, response: JSON, base: str | None = None, head: str | None = None) -> None:
         state = self.add_repo(repo)
         commits = response.get("commits", [])

@@ -21,6 +21,7 @@ from service.commands.runs import claim_run
 from service.commands.torch_builds import record_artifact
 from service.config import Settings
 from service.db import session_scope
+from service.domain.experiments import EXPERIMENTS
 from service.domain.states import StepStatus as OutcomeStatus
 from service.domain.torch_spec import SourceKind, TorchSpec
 from service.domain.triage import Isolated, IsolationResult
@@ -439,8 +440,11 @@ def _conformance_step(
 def _tests_to_rerun(run: Run) -> list[str] | None:
     """The failed tests a rerun repeats (``service.commands.runs.plan_rerun``); None runs the whole
     suite: any other run, or a rerun with no single test to repeat."""
-    # A bisection probe repeats the breakage's tests the same way (service/commands/bisections.py).
-    tests = run.trigger_info.get("failed_tests") if run.trigger in ("rerun", "bisect") else None
+    # Experiments about a breakage repeat the red run's failing tests the same way: a
+    # bisection probe (service/commands/bisections.py), a culprit verification on the
+    # undone torch (workers/jobs/verify.py).
+    tests = (run.trigger_info.get("failed_tests")
+             if run.trigger == "rerun" or run.trigger in EXPERIMENTS else None)
     return [str(t) for t in tests] if isinstance(tests, list) and tests else None
 
 

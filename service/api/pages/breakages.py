@@ -14,6 +14,7 @@ from service.api.templates import render
 from service.documents import bisection_out, breakage_culprits
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
+from service.queries import verifications as verification_queries
 from service.queries.runs import backend_names
 
 router = APIRouter()
@@ -73,4 +74,6 @@ def breakage_page(
         "github_repo": ctx.settings.upstream_repo,
         "culprits": breakage_culprits(session, breakage, ctx.settings.upstream_repo),
         "bisection": bisection_out(session, breakage.id),
+        # Culprit verification (issue #29): each suspect undone, its run and logs.
+        "verifications": verification_queries.of_breakage(session, breakage.id),
     })

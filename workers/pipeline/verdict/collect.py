@@ -19,7 +19,6 @@ from service.commands import culprits
 from service.commands.breakages import record_occurrences, resolve_fixed
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
-from service.domain.bisect import TRIGGER as BISECT
 from service.domain.classify import (
     backend_packages,
     blame_own_module,
@@ -27,6 +26,7 @@ from service.domain.classify import (
     classify_test_failure,
 )
 from service.domain.consequences import StepFailure, fold
+from service.domain.experiments import EXPERIMENTS
 from service.domain.triage import IsolationResult, TriageEvidence, judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
@@ -282,7 +282,7 @@ def conclude(
         )
     session.flush()
 
-    if run.trigger != BISECT:
+    if run.trigger not in EXPERIMENTS:
         _group(session, run, pairs, build, tests, settings, note)
 
     # A test that passed on rerun does not fail the run (a flake nothing cleared does).
@@ -312,10 +312,10 @@ def _group(
     note: Callable[[str], None],
 ) -> None:
     """Group the run's failures into breakages, resolve those it shows fixed, and hand
-    them to the upstream loop. A bisection probe does none of it: it is an experiment on
-    another torch about a breakage that exists, whose job reads its failures
-    (``workers/jobs/bisect.py``); counting it would add occurrences, refresh PR comments
-    and resolve breakages on nights nobody tracks."""
+    them to the upstream loop. An experiment about a breakage does none of it (a bisection
+    probe on another night, a culprit verification on an undone torch: their jobs read
+    their failures, ``workers/jobs/{bisect,verify}.py``); counting one would add
+    occurrences, refresh PR comments and resolve breakages on torches nobody tracks."""
     touched = record_occurrences(session, run, [f for f, _ in pairs])
     built = build is not None and build.status is StepStatus.PASSED
     observed = {Stage.BUILD.value} if built else set()

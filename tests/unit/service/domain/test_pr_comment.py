@@ -33,3 +33,18 @@ def test_all_resolved_says_resolved_and_an_open_one_keeps_it_open() -> None:
 def test_a_backtick_in_the_log_line_cannot_break_out_of_its_block() -> None:
     body = render(1, [_report(decisive_line="error: ``` injected")])
     assert "````\nerror: ``` injected\n````" in body
+
+
+def test_a_confirmed_suspect_says_confirmed_with_what_was_undone() -> None:
+    evidence = ("undoing this PR's changes to c10/core/Allocator.h makes torch_openreg build "
+                "and pass its tests")
+    body = render(1, [_report(verification="confirmed", evidence=evidence)])
+    assert f"**confirmed**: {evidence}" in body
+    assert "suspected" not in body.split("<sub>")[0]
+
+
+def test_an_unverified_suspect_says_suspected_and_why_not() -> None:
+    assert "**suspected** (not verified: no verification has run)" in render(1, [_report()])
+    why = "its change is to compiled code only (aten/src/ATen/native/TypeProperties.cpp)"
+    body = render(1, [_report(verification="unverifiable", evidence=why)])
+    assert f"**suspected** (not verified: {why})" in body and "**confirmed**" not in body
