@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.domain.admission import CallerPolicy
 from service.domain.crash_storm import DEFAULT_RESTART_BUDGET
+from service.domain.wheel_url import WheelPolicy, default_hosts, parse_networks
 
 DEFAULT_HOME = Path(".ootci")
 
@@ -207,6 +208,26 @@ class Settings(BaseSettings):
         description="How long a PR run waits for its upstream build before it expires.",
     )
 
+    # Wheels from outside (a relay's wheel_url, the PR wheel template): docs/security.md.
+    wheel_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts a PR run's torch wheel may come from (JSON list); empty: "
+        "download.pytorch.org and the hosts of the nightly and torch indexes.",
+    )
+    wheel_max_mb: int = Field(8192, ge=1, description="Largest PR wheel a worker downloads.")
+    wheel_allow_addresses: list[str] = Field(
+        default_factory=list,
+        description="Networks (JSON list of CIDRs) a PR wheel host may resolve to although "
+        "not public, e.g. a mirror inside the network; empty: public addresses only.",
+    )
+    wheel_allow_http: bool = Field(
+        False, description="Tests only: let a PR wheel come over plain http."
+    )
+    wheel_ca_file: Path | None = Field(
+        None, description="CA bundle a PR wheel's https server is checked against; "
+        "default: the system's."
+    )
+
     trusted_hosts: list[str] = Field(
         default_factory=list,
         description="Host names the HTTP server answers for (JSON list; '*.example.org' "
@@ -291,6 +312,12 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(refusals))
         return value
 
+    @field_validator("wheel_allow_addresses")
+    @classmethod
+    def _valid_networks(cls, value: list[str]) -> list[str]:
+        parse_networks(value)  # its ValueError names the bad one
+        return value
+
     @field_validator("nightly_cron", "weekly_cron")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
@@ -333,6 +360,19 @@ class Settings(BaseSettings):
             pip_index_url=self.pip_index_url,
             nightly_index_url=self.nightly_index_url,
             allow_any=self.api_allow_any_torch_spec,
+        )
+
+    @property
+    def wheel_policy(self) -> WheelPolicy:
+        """Which wheel URLs from outside a worker may fetch (service/domain/wheel_url.py)."""
+        hosts = frozenset(h.lower() for h in self.wheel_hosts) or default_hosts(
+            self.nightly_index_url, self.pip_index_url
+        )
+        return WheelPolicy(
+            hosts=hosts,
+            max_bytes=self.wheel_max_mb * 1024 * 1024,
+            allow_http=self.wheel_allow_http,
+            allowed_networks=parse_networks(self.wheel_allow_addresses),
         )
 
 
