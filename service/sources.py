@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 LS_REMOTE_TIMEOUT_S = 60
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -66,6 +66,19 @@ def resolve_remote_ref(url: str, ref: str) -> str:
     if _SHA.match(ref):
         return ref  # a commit: the workers fetch it by sha
     raise SourceUnreachable(f"{url} has no branch or tag {ref!r}")
+
+
+def subdir_problem(subdir: str) -> str | None:
+    """Why ``subdir`` cannot name a backend's dir inside its repository, from its text: it
+    must stay inside the tree. Symlinks are judged where there is a tree, after checkout
+    (``workers/pipeline/steps/source_tree.py``)."""
+    path = PurePosixPath(subdir)
+    if not subdir or "\x00" in subdir or "\\" in subdir:
+        return f"--subdir {subdir!r} is not a relative path inside the repository"
+    if path.is_absolute() or any(part in {"..", ".git"} for part in path.parts):
+        return (f"--subdir {subdir!r} must be a relative path inside the repository "
+                "(no leading /, no .., not .git)")
+    return None
 
 
 def check_source(location: str, ref: str | None) -> str | None:

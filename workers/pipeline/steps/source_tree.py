@@ -23,9 +23,9 @@ import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from service.sources import git_environ, is_git_url
+from service.sources import git_environ, is_git_url, subdir_problem
 from workers.pipeline.cache.layout import mirror_dir, mirror_lock, source_trees_dir, stamp
 from workers.pipeline.errors import GitError, UsageError
 from workers.pipeline.steps.backend_source import backend_sha, source_key
@@ -113,7 +113,12 @@ def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) ->
 
 
 def _git_key(mirror: Path, sha: str, subdir: str | None) -> str:
-    tree = _git(["--git-dir", str(mirror), "rev-parse", f"{sha}:{subdir or ''}"])
+    try:
+        tree = _git(["--git-dir", str(mirror), "rev-parse", f"{sha}:{subdir or ''}"])
+    except GitError:
+        # No such path in git's objects (missing, or through a symlink): keyed by the
+        # commit, and the checkout says why it is not a backend dir (backend_dir).
+        return sha[:24]
     return tree[:24]
 
 
@@ -188,7 +193,7 @@ def run_tree(
                 _remove(dest, mirror)
 
         with _tree_in_use(trees / f"{key}.lock", checkout, remove_worktree):
-            yield RunTree(dest / (source.subdir or ""), sha, key)
+            yield RunTree(backend_dir(dest, source.subdir, sha), sha, key)
         return
     registered = Path(source.location)
     if not registered.is_dir():
@@ -203,6 +208,32 @@ def run_tree(
 
     with _tree_in_use(trees / f"{key}.lock", copy, lambda: _remove(dest, None)):
         yield RunTree(dest, sha, key)
+
+
+def backend_dir(tree: Path, subdir: str | None, sha: str) -> Path:
+    """The backend's dir ``subdir`` of the checked-out ``tree``, a real directory inside it.
+    Judged on the run's own checkout, not at registration: a later commit can make a path
+    component a symlink, and a build in a linked dir would run in place anywhere on the
+    worker (issue #33)."""
+    if not subdir:
+        return tree
+    problem = subdir_problem(subdir)
+    if problem is not None:
+        raise UsageError(problem)
+    path = tree
+    for part in PurePosixPath(subdir).parts:
+        path = path / part
+        if path.is_symlink():
+            raise UsageError(
+                f"--subdir {subdir!r}: {path.relative_to(tree)} is a symlink (to "
+                f"{os.readlink(path)}) at {sha[:12]}: a backend's dir must be a real "
+                "directory in its repository"
+            )
+        if not path.is_dir():
+            raise UsageError(f"--subdir {subdir!r}: no directory {path.relative_to(tree)} at {sha[:12]}")
+    if not path.resolve().is_relative_to(tree.resolve()):
+        raise UsageError(f"--subdir {subdir!r} resolves outside the repository's tree")
+    return path
 
 
 def _inline_links_out_of(registered: Path, copy: Path) -> None:
