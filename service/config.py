@@ -7,6 +7,7 @@ Invalid values fail at start with a message naming the variable, via :class:`Set
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -239,6 +240,17 @@ class Settings(BaseSettings):
         "believed (JSON list); empty: forwarded headers are ignored.",
     )
 
+    # Tokens for backends' git hosts: a registered URL never carries one (docs/security.md).
+    git_credentials: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Tokens the workers and registration send to git hosts over https (JSON "
+        "object: host -> token); given to git in its environment, never stored or served.",
+    )
+    git_credentials_file: Path | None = Field(
+        None, description="A JSON file of the same shape as OOTCI_GIT_CREDENTIALS (a mounted "
+        "secret); its hosts win over the variable's."
+    )
+
     # GitHub reporting (labels/comments on the culprit PR).
     github_token: SecretStr = SecretStr("")
     github_api_url: str = "https://api.github.com"
@@ -361,6 +373,24 @@ class Settings(BaseSettings):
             nightly_index_url=self.nightly_index_url,
             allow_any=self.api_allow_any_torch_spec,
         )
+
+    def git_tokens(self) -> dict[str, str]:
+        """Host -> token for git, from OOTCI_GIT_CREDENTIALS and its file (read now)."""
+        tokens = {h.lower(): v.get_secret_value() for h, v in self.git_credentials.items()}
+        if self.git_credentials_file is None:
+            return tokens
+        try:
+            loaded = json.loads(self.git_credentials_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise SettingsError(
+                f"OOTCI_GIT_CREDENTIALS_FILE: cannot read {self.git_credentials_file}: "
+                f"{type(exc).__name__}"
+            ) from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise SettingsError("OOTCI_GIT_CREDENTIALS_FILE: must hold a JSON object of host -> token")
+        return {**tokens, **{h.lower(): v for h, v in loaded.items()}}
 
     @property
     def wheel_policy(self) -> WheelPolicy:

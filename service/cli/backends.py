@@ -50,11 +50,11 @@ def add(
     if git is not None and ref is None:
         ref = "main"
     source = git if git is not None else str(path.resolve())  # type: ignore[union-attr]
+    settings = load_settings()
     try:
-        sha = check_source(source, ref)
+        sha = check_source(source, ref, settings.git_tokens())
     except SourceUnreachable as exc:
         die(str(exc))
-    settings = load_settings()
     engine = migrated_engine(settings)
     try:
         with session_scope(engine) as s:

@@ -28,8 +28,9 @@ from cryptography.x509.oid import NameOID
 TLS_NAMES = ("localhost", "wheels.test")
 
 
-def _certificate(directory: Path) -> tuple[Path, Path, Path]:
+def make_certificate(directory: Path) -> tuple[Path, Path, Path]:
     """(CA file, server certificate, server key) for TLS_NAMES and 127.0.0.1."""
+    directory.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ootci test CA")])
@@ -111,7 +112,7 @@ def _handler(root: Path, seen: list[str]) -> type[http.server.BaseHTTPRequestHan
 @contextlib.contextmanager
 def serve_tls(root: Path, cert_dir: Path) -> Iterator[TlsServer]:
     """Serve ``root`` over HTTPS on 127.0.0.1 until the block ends."""
-    ca_file, cert_file, key_file = _certificate(cert_dir)
+    ca_file, cert_file, key_file = make_certificate(cert_dir)
     seen: list[str] = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(root, seen))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

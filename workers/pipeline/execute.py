@@ -199,7 +199,8 @@ def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
 def _pipeline(ctx: RunContext, claimed: _Claimed) -> RunState:
     # Built and tested in the run's own tree, never in the registered source (issue #14).
     cache_dir = ctx.settings.resolved_cache_dir
-    with run_tree(cache_dir, claimed.source, pinned_sha=claimed.pinned_sha) as tree:
+    with run_tree(cache_dir, claimed.source, pinned_sha=claimed.pinned_sha,
+                  credentials=ctx.settings.git_tokens()) as tree:
         return _pipeline_in(ctx, claimed.spec_text, tree)
 
 

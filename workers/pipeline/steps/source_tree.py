@@ -20,7 +20,7 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -54,11 +54,11 @@ class RunTree:
     key: str  # what the build dir is keyed by: the content, not the commit
 
 
-def _git(args: list[str], *, cwd: Path | None = None) -> str:
+def _git(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-            env=git_environ(),
+            env=env or git_environ(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(f"git {args[0]}: {exc}") from None
@@ -84,11 +84,16 @@ def _has_commit(mirror: Path, sha: str) -> bool:
     return True
 
 
-def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) -> tuple[Path, str]:
+def fetch_commit(
+    cache_dir: Path, url: str, ref: str | None, sha: str | None,
+    credentials: Mapping[str, str] | None = None,
+) -> tuple[Path, str]:
     """The mirror of ``url`` holding ``sha`` (or the commit ``ref`` names now), and that sha.
     A pinned sha already in the mirror needs no network; one that is not is fetched by
-    itself, shallow."""
+    itself, shallow. ``credentials`` (host -> token) reach git only through its
+    environment (``service.sources.git_environ``)."""
     mirror = mirror_dir(cache_dir, url)
+    env = git_environ(credentials)
     with _locked(mirror_lock(mirror)):
         if not (mirror / "HEAD").exists():
             mirror.mkdir(parents=True, exist_ok=True)
@@ -98,17 +103,17 @@ def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) ->
             return mirror, sha
         if sha is not None:
             try:
-                _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url, sha])
+                _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url, sha], env=env)
             except GitError:
                 # Servers that refuse a want by sha: the branches carry it (a pushed commit).
                 _git(["--git-dir", str(mirror), "fetch", "--quiet", url,
-                      "+refs/heads/*:refs/heads/*"])
+                      "+refs/heads/*:refs/heads/*"], env=env)
             if not _has_commit(mirror, sha):
                 raise GitError(f"{url} has no commit {sha}")
             return mirror, sha
         wanted = ref or "HEAD"
         _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url,
-              f"+{wanted}:refs/ootci/wanted"])
+              f"+{wanted}:refs/ootci/wanted"], env=env)
         return mirror, _git(["--git-dir", str(mirror), "rev-parse", "refs/ootci/wanted^{commit}"])
 
 
@@ -174,13 +179,14 @@ def _tree_in_use(lock_path: Path, make: Callable[[], None], remove: Callable[[],
 
 @contextmanager
 def run_tree(
-    cache_dir: Path, source: Source, *, pinned_sha: str | None = None
+    cache_dir: Path, source: Source, *, pinned_sha: str | None = None,
+    credentials: Mapping[str, str] | None = None,
 ) -> Iterator[RunTree]:
     """A fresh tree of ``source`` for one run (at ``pinned_sha`` for a git source, when the
     run names one), removed when the run is done with it."""
     trees = source_trees_dir(cache_dir, source.name)
     if is_git_url(source.location):
-        mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha)
+        mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha, credentials)
         key = _git_key(mirror, sha, source.subdir)
         dest = trees / key
 
