@@ -324,6 +324,20 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(refusals))
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _valid_public_url(cls, value: str) -> str:
+        # Every link ootci publishes (statuses, PR comments) starts here.
+        if not value:
+            return value
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname or "@" in parts.netloc \
+                or parts.query or parts.fragment:
+            raise ValueError(f"not a public base URL (https://host[/path]): {value!r}")
+        return value
+
     @field_validator("wheel_allow_addresses")
     @classmethod
     def _valid_networks(cls, value: list[str]) -> list[str]:
