@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import http.client
 import ipaddress
+import os
 import socket
 import ssl
+import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -94,10 +96,14 @@ def _checked_addresses(url: str, policy: WheelPolicy, resolver: Resolver) -> lis
     return addresses
 
 
-def _open(url: str, outside: OutsideWheel, resolver: Resolver) -> tuple[Any, http.client.HTTPResponse]:
-    """The response to GET ``url`` from a checked address, redirects followed (each checked)."""
-    for _ in range(MAX_REDIRECTS + 1):
-        addresses = _checked_addresses(url, outside.policy, resolver)
+def _open(
+    url: str, outside: OutsideWheel, resolver: Resolver, addresses: list[IPAddress]
+) -> tuple[Any, http.client.HTTPResponse]:
+    """The response to GET ``url`` from ``addresses`` (checked for it), redirects followed
+    (each judged and resolved afresh)."""
+    for hop in range(MAX_REDIRECTS + 1):
+        if hop:
+            addresses = _checked_addresses(url, outside.policy, resolver)
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -152,12 +158,16 @@ def fetch_outside_wheel(
     ``outside``'s rules. A refusal or a hash mismatch is the spec's fault (SpecError)."""
     name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
     target = wheel_file(cache_dir, url, name)
-    if target.is_file() and outside.sha256 and _sha256(target) == outside.sha256:
+    # Judged now even when a copy is cached: the rules may have changed since it was fetched.
+    addresses = _checked_addresses(url, outside.policy, resolver)
+    if target.is_file() and (not outside.sha256 or _sha256(target) == outside.sha256):
+        # The backends of one PR share its wheel: fetched once, checked by hash on install.
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: downloading {url} (from outside: checked host, addresses and size)")
-    conn, resp = _open(url, outside, resolver)
-    partial = target.with_suffix(".part")
+    conn, resp = _open(url, outside, resolver, addresses)
+    # Its own partial file: runs of the same PR fetch the same URL at the same time.
+    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
         if resp.status != 200:
             raise (SpecError if resp.status == 404 else ProvisionError)(

@@ -157,3 +157,15 @@ def test_a_certificate_the_ca_file_does_not_sign_is_not_believed(
     untrusting = OutsideWheel(_outside(server).policy, "", None)  # the system's CAs only
     with pytest.raises(Exception, match="TLS failed"):
         fetch_outside_wheel(server.url(WHEEL), tmp_path / "c", log, untrusting)
+
+
+def test_a_prs_wheel_is_fetched_once_for_its_backends_but_judged_every_time(
+    server: TlsServer, tmp_path: Path, log: LogSink
+) -> None:
+    cache = tmp_path / "cache"
+    first = fetch_outside_wheel(server.url(WHEEL), cache, log, _outside(server))
+    again = fetch_outside_wheel(server.url(WHEEL), cache, log, _outside(server))
+    assert first == again and server.requests == [f"/{WHEEL}"]
+    with pytest.raises(SpecError, match="a loopback address"):
+        fetch_outside_wheel(server.url(WHEEL), cache, log, _outside(server, networks=()))
+    assert [p.name for p in first.parent.iterdir()] == [WHEEL]  # no partial files left
