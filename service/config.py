@@ -7,6 +7,7 @@ Invalid values fail at start with a message naming the variable, via :class:`Set
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.domain.admission import CallerPolicy
 from service.domain.crash_storm import DEFAULT_RESTART_BUDGET
+from service.domain.wheel_url import WheelPolicy, default_hosts, parse_networks
 
 DEFAULT_HOME = Path(".ootci")
 
@@ -213,6 +215,26 @@ class Settings(BaseSettings):
         description="How long a PR run waits for its upstream build before it expires.",
     )
 
+    # Wheels from outside (a relay's wheel_url, the PR wheel template): docs/security.md.
+    wheel_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts a PR run's torch wheel may come from (JSON list); empty: "
+        "download.pytorch.org and the hosts of the nightly and torch indexes.",
+    )
+    wheel_max_mb: int = Field(8192, ge=1, description="Largest PR wheel a worker downloads.")
+    wheel_allow_addresses: list[str] = Field(
+        default_factory=list,
+        description="Networks (JSON list of CIDRs) a PR wheel host may resolve to although "
+        "not public, e.g. a mirror inside the network; empty: public addresses only.",
+    )
+    wheel_allow_http: bool = Field(
+        False, description="Tests only: let a PR wheel come over plain http."
+    )
+    wheel_ca_file: Path | None = Field(
+        None, description="CA bundle a PR wheel's https server is checked against; "
+        "default: the system's."
+    )
+
     trusted_hosts: list[str] = Field(
         default_factory=list,
         description="Host names the HTTP server answers for (JSON list; '*.example.org' "
@@ -222,6 +244,17 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Addresses of the reverse proxies whose X-Forwarded-For/-Proto are "
         "believed (JSON list); empty: forwarded headers are ignored.",
+    )
+
+    # Tokens for backends' git hosts: a registered URL never carries one (docs/security.md).
+    git_credentials: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Tokens the workers and registration send to git hosts over https (JSON "
+        "object: host -> token); given to git in its environment, never stored or served.",
+    )
+    git_credentials_file: Path | None = Field(
+        None, description="A JSON file of the same shape as OOTCI_GIT_CREDENTIALS (a mounted "
+        "secret); its hosts win over the variable's."
     )
 
     # GitHub reporting (labels/comments on the culprit PR).
@@ -306,6 +339,26 @@ class Settings(BaseSettings):
             raise ValueError("; ".join(refusals))
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _valid_public_url(cls, value: str) -> str:
+        # Every link ootci publishes (statuses, PR comments) starts here.
+        if not value:
+            return value
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in {"http", "https"} or not parts.hostname or "@" in parts.netloc \
+                or parts.query or parts.fragment:
+            raise ValueError(f"not a public base URL (https://host[/path]): {value!r}")
+        return value
+
+    @field_validator("wheel_allow_addresses")
+    @classmethod
+    def _valid_networks(cls, value: list[str]) -> list[str]:
+        parse_networks(value)  # its ValueError names the bad one
+        return value
+
     @field_validator("nightly_cron", "weekly_cron")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
@@ -348,6 +401,37 @@ class Settings(BaseSettings):
             pip_index_url=self.pip_index_url,
             nightly_index_url=self.nightly_index_url,
             allow_any=self.api_allow_any_torch_spec,
+        )
+
+    def git_tokens(self) -> dict[str, str]:
+        """Host -> token for git, from OOTCI_GIT_CREDENTIALS and its file (read now)."""
+        tokens = {h.lower(): v.get_secret_value() for h, v in self.git_credentials.items()}
+        if self.git_credentials_file is None:
+            return tokens
+        try:
+            loaded = json.loads(self.git_credentials_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise SettingsError(
+                f"OOTCI_GIT_CREDENTIALS_FILE: cannot read {self.git_credentials_file}: "
+                f"{type(exc).__name__}"
+            ) from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise SettingsError("OOTCI_GIT_CREDENTIALS_FILE: must hold a JSON object of host -> token")
+        return {**tokens, **{h.lower(): v for h, v in loaded.items()}}
+
+    @property
+    def wheel_policy(self) -> WheelPolicy:
+        """Which wheel URLs from outside a worker may fetch (service/domain/wheel_url.py)."""
+        hosts = frozenset(h.lower() for h in self.wheel_hosts) or default_hosts(
+            self.nightly_index_url, self.pip_index_url
+        )
+        return WheelPolicy(
+            hosts=hosts,
+            max_bytes=self.wheel_max_mb * 1024 * 1024,
+            allow_http=self.wheel_allow_http,
+            allowed_networks=parse_networks(self.wheel_allow_addresses),
         )
 
 

@@ -7,6 +7,8 @@ every ``ootci ... --json`` prints, both built here so they cannot drift apart
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from service.models import Breakage, OutboxMessage, Run, Step
@@ -44,6 +46,7 @@ from service.schemas import (
     SuspectOut,
     TorchBuildOut,
 )
+from service.sources import without_userinfo
 
 # Counting stops here (like search engines' "10,000+"): past it the total is a lower bound.
 TOTAL_CAP = 10_000
@@ -218,10 +221,20 @@ def backend_out(session: Session, name: str) -> BackendOut | None:
     if backend is None:
         return None
     return BackendOut(
-        name=backend.name, source=backend.source, ref=backend.ref, subdir=backend.subdir,
-        last_built_sha=last_built_sha(session, backend.id),
-        changes=[BackendChangeOut.model_validate(c) for c in backend_changes(session, backend.id)],
+        name=backend.name, source=without_userinfo(backend.source), ref=backend.ref,
+        subdir=backend.subdir, last_built_sha=last_built_sha(session, backend.id),
+        changes=[_change_out(c) for c in backend_changes(session, backend.id)],
     )
+
+
+def _change_out(change: Any) -> BackendChangeOut:
+    """A registration as served: a source written before URLs were checked for
+    credentials (or by hand) is shown without them."""
+    out = BackendChangeOut.model_validate(change)
+    return out.model_copy(update={
+        "source_before": without_userinfo(out.source_before) if out.source_before else None,
+        "source_after": without_userinfo(out.source_after),
+    })
 
 
 def backend_list(session: Session) -> list[BackendOut]:

@@ -9,10 +9,13 @@ fetch with ``git_environ``) use it, and it uses no database (a contract in pypro
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
-from pathlib import Path
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 
 LS_REMOTE_TIMEOUT_S = 60
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -27,10 +30,43 @@ def is_git_url(source: str) -> bool:
     return "://" in source or re.match(r"^[\w.-]+@[\w.-]+:", source) is not None
 
 
-def git_environ() -> dict[str, str]:
+def without_userinfo(url: str) -> str:
+    """``url`` without the credentials ``credentials_problem`` finds, for anything shown."""
+    if "://" not in url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc or credentials_problem(url) is None:
+        return url  # none, or an ssh user name
+    return _stripped(parts)
+
+
+def _stripped(parts: urllib.parse.SplitResult) -> str:
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def credentials_problem(url: str) -> str | None:
+    """Why ``url`` may not be registered: it carries a password or a token. A stored source
+    is served by ``GET /api/backends`` and printed in logs, so a credential never rides in
+    it; an ssh user name (``git@host:path``, ``ssh://git@host/...``) is not a credential."""
+    if "://" not in url:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is not None or (parts.username and parts.scheme in {"http", "https"}):
+        return (
+            f"git URL {_stripped(parts)} carries credentials: register it without "
+            "them and give the host's token in OOTCI_GIT_CREDENTIALS (JSON: host -> token) "
+            "or OOTCI_GIT_CREDENTIALS_FILE"
+        )
+    return None
+
+
+def git_environ(credentials: Mapping[str, str] | None = None) -> dict[str, str]:
     """What a git child needs, and never a prompt: a missing credential is an error, not a
-    hung worker waiting for a password."""
-    return {
+    hung worker waiting for a password. ``credentials`` (host -> token) become an
+    ``Authorization`` header git sends to that host over https only, given through
+    ``GIT_CONFIG_*`` variables: never on a command line (``ps`` shows those), never in a
+    URL git could print or record."""
+    env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/"),
         "LANG": "C",
@@ -38,14 +74,21 @@ def git_environ() -> dict[str, str]:
         "GIT_ASKPASS": "/bin/false",
         "SSH_ASKPASS": "/bin/false",
     }
+    for i, (host, token) in enumerate(sorted((credentials or {}).items())):
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env[f"GIT_CONFIG_KEY_{i}"] = f"http.https://{host}/.extraHeader"
+        env[f"GIT_CONFIG_VALUE_{i}"] = f"Authorization: Basic {basic}"
+        env["GIT_CONFIG_COUNT"] = str(i + 1)
+    return env
 
 
-def resolve_remote_ref(url: str, ref: str) -> str:
+def resolve_remote_ref(url: str, ref: str, credentials: Mapping[str, str] | None = None) -> str:
     """The commit ``ref`` (a branch, a tag or a full sha) names in the repository at ``url``."""
     try:
         proc = subprocess.run(
             ["git", "ls-remote", "--", url],
-            capture_output=True, text=True, timeout=LS_REMOTE_TIMEOUT_S, env=git_environ(),
+            capture_output=True, text=True, timeout=LS_REMOTE_TIMEOUT_S,
+            env=git_environ(credentials),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceUnreachable(f"cannot read the git repository {url}: {exc}") from None
@@ -68,11 +111,30 @@ def resolve_remote_ref(url: str, ref: str) -> str:
     raise SourceUnreachable(f"{url} has no branch or tag {ref!r}")
 
 
-def check_source(location: str, ref: str | None) -> str | None:
+def subdir_problem(subdir: str) -> str | None:
+    """Why ``subdir`` cannot name a backend's dir inside its repository, from its text: it
+    must stay inside the tree. Symlinks are judged where there is a tree, after checkout
+    (``workers/pipeline/steps/source_tree.py``)."""
+    path = PurePosixPath(subdir)
+    if not subdir or "\x00" in subdir or "\\" in subdir:
+        return f"--subdir {subdir!r} is not a relative path inside the repository"
+    if path.is_absolute() or any(part in {"..", ".git"} for part in path.parts):
+        return (f"--subdir {subdir!r} must be a relative path inside the repository "
+                "(no leading /, no .., not .git)")
+    return None
+
+
+def check_source(
+    location: str, ref: str | None, credentials: Mapping[str, str] | None = None
+) -> str | None:
     """Refuse a source a worker could not build before anything is registered: a git URL
-    must answer and have ``ref`` (its commit is returned), a directory must hold a recipe."""
+    must carry no credentials, answer and have ``ref`` (its commit is returned), a
+    directory must hold a recipe."""
     if is_git_url(location):
-        return resolve_remote_ref(location, ref or "HEAD")
+        problem = credentials_problem(location)
+        if problem is not None:
+            raise SourceUnreachable(problem)
+        return resolve_remote_ref(location, ref or "HEAD", credentials)
     if ref is not None:
         raise SourceUnreachable("--ref is for a git source; a directory is built as it is")
     path = Path(location)

@@ -5,7 +5,7 @@ in between (``service/domain/bisect.py``); these tables link each probe run to t
 breakage's bisection and keep the range it started from.
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from alembic import op
 
 
 revision = "0019"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -112,11 +112,15 @@ def uvicorn_config(
     (``OOTCI_FORWARDED_ALLOW_IPS``); uvicorn would otherwise believe any local process."""
     import uvicorn
 
+    return uvicorn.Config(app, host=host, port=port, log_level="info", **proxy_options(settings))
+
+
+def proxy_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn's proxy options from ``OOTCI_FORWARDED_ALLOW_IPS``: without any listed proxy
+    its middleware is left out (uvicorn would otherwise believe 127.0.0.1, or whatever its
+    own FORWARDED_ALLOW_IPS variable says)."""
     proxies = ",".join(settings.forwarded_allow_ips)
-    return uvicorn.Config(
-        app, host=host, port=port, log_level="info",
-        proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
-    )
+    return {"proxy_headers": bool(proxies), "forwarded_allow_ips": proxies or None}
 
 
 def serve(

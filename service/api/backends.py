@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, status
 
-from service.api.deps import SessionDep, require_token
+from service.api.deps import ContextDep, SessionDep, require_token
 from service.commands.backends import BackendNameTaken, add_backend, remove_backend
 from service.documents import backend_list, backend_out
 from service.schemas import BackendOut, BackendRequest, Problem
-from service.sources import SourceUnreachable, check_source, is_git_url
+from service.sources import (
+    SourceUnreachable,
+    check_source,
+    is_git_url,
+    subdir_problem,
+    without_userinfo,
+)
 
 router = APIRouter(prefix="/api/backends", tags=["backends"])
 API_ACTOR = "api"
@@ -45,12 +51,14 @@ def show_backend(session: SessionDep, name: str) -> BackendOut:
     },
     summary="Register a backend from a git repository for the nightly and push rebuilds",
 )
-def register(session: SessionDep, body: BackendRequest) -> BackendOut:
+def register(session: SessionDep, ctx: ContextDep, body: BackendRequest) -> BackendOut:
     if not is_git_url(body.git):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{body.git!r} is not a git URL")
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{without_userinfo(body.git)!r} is not a git URL")
+    if body.subdir is not None and (problem := subdir_problem(body.subdir)) is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, problem)
     try:
         # A sync route: git ls-remote runs in the thread pool, not on the event loop.
-        check_source(body.git, body.ref)
+        check_source(body.git, body.ref, ctx.settings.git_tokens())
     except SourceUnreachable as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     try:

@@ -4,12 +4,20 @@ worker's disk: the API may run on another machine."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, object_session
 
 from service.models import Step, StepStatus
-from service.queries.log_chunks import streamed_backwards, streamed_range, streamed_size
+from service.queries.log_chunks import (
+    stored_pieces,
+    streamed_backwards,
+    streamed_pieces,
+    streamed_range,
+    streamed_size,
+)
 
 
 @dataclass(frozen=True)
@@ -18,6 +26,50 @@ class LogSlice:
     offset: int  # where ``data`` starts in the log
     size: int  # the log's size as of this read
     complete: bool  # False while the step is still writing it
+
+
+@dataclass(frozen=True)
+class LogStream:
+    """A whole log, a piece at a time: what a download or a page reads through, holding
+    one piece (and the database one slice) at a time."""
+
+    pieces: Iterator[bytes]
+    size: int  # the log's size as of this read
+    complete: bool
+
+
+def stream_log(step: Step, engine: Engine | None = None) -> LogStream:
+    """The log of ``step``, read through its own session. With ``engine`` the pieces are
+    read in a session of their own, opened and closed by the iterator: a streamed response
+    is sent after the request's session may be gone."""
+    running = step.status in (StepStatus.RUNNING, StepStatus.PENDING)
+    session = object_session(step)
+    if session is None:
+        return LogStream(step.iter_log(), step.log_size or 0, not running)
+    if not running and step.log_size is not None:
+        return LogStream(_in_session(engine, session, stored_pieces, step.id), step.log_size, True)
+    size = streamed_size(session, step.id)
+    pieces = _in_session(engine, session, lambda s, i: streamed_pieces(s, i, size), step.id)
+    return LogStream(pieces, size, not running)
+
+
+def _in_session(
+    engine: Engine | None,
+    session: Session,
+    read: Callable[[Session, int], Iterator[bytes]],
+    step_id: int,
+) -> Iterator[bytes]:
+    if engine is None:
+        yield from read(session, step_id)
+        return
+    with Session(engine) as own:
+        yield from read(own, step_id)
+
+
+def _pieces(step: Step) -> Iterator[bytes]:
+    """The stored log inflated piece by piece, its compressed bytes read in slices."""
+    session = object_session(step)
+    return stored_pieces(session, step.id) if session is not None else step.iter_log()
 
 
 def read_log(step: Step, *, offset: int | None, limit: int | None, tail: int | None) -> LogSlice:
@@ -41,7 +93,7 @@ def _stored_tail(step: Step, size: int, lines: int) -> LogSlice:
         cut = _tail_start(held, lines)
         return LogSlice(held[cut:], size - len(held) + cut, size, True)
     window = b""
-    for piece in step.iter_log():
+    for piece in _pieces(step):
         window += piece
         if _enough_lines(window, lines):
             # Keep from the line before the wanted ones: the rest can never be shown.
@@ -61,7 +113,7 @@ def _stored_range(step: Step, size: int, offset: int, limit: int | None) -> LogS
     end = size if limit is None else min(size, start + limit)
     wanted: list[bytes] = []
     at = 0
-    for piece in step.iter_log():
+    for piece in _pieces(step):
         if at + len(piece) > start:
             wanted.append(piece[max(0, start - at) : end - at])
         at += len(piece)

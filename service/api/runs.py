@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.api.deps import AppContext, ContextDep, SessionDep, require_token
-from service.api.logs import read_log
+from service.api.logs import read_log, stream_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
 from service.commands.runs import create_run, plan_rerun
@@ -101,6 +102,7 @@ def list_tests(
 )
 def step_log(
     session: SessionDep,
+    ctx: ContextDep,
     run_id: RunId,
     name: StepName,
     tail: Annotated[
@@ -124,17 +126,26 @@ def step_log(
             if exists
             else f"run {run_id} does not exist",
         )
+    if tail is None and offset is None and limit is None:
+        # The whole log, streamed a piece at a time (never held whole: issue #33).
+        whole = stream_log(step, ctx.engine)
+        suffix = f".attempt{attempt}" if attempt is not None else ""
+        headers = {
+            "X-Log-Offset": "0",
+            "X-Log-Size": str(whole.size),
+            "X-Log-Complete": "true" if whole.complete else "false",
+            "Content-Disposition": f'attachment; filename="run-{run_id}-{name.value}{suffix}.log"',
+        }
+        if whole.complete:
+            headers["Content-Length"] = str(whole.size)
+        return StreamingResponse(whole.pieces, media_type="text/plain; charset=utf-8",
+                                 headers=headers)
     piece = read_log(step, offset=offset, limit=limit, tail=tail)
     headers = {
         "X-Log-Offset": str(piece.offset),
         "X-Log-Size": str(piece.size),
         "X-Log-Complete": "true" if piece.complete else "false",
     }
-    if tail is None and offset is None and limit is None:
-        suffix = f".attempt{attempt}" if attempt is not None else ""
-        headers["Content-Disposition"] = (
-            f'attachment; filename="run-{run_id}-{name.value}{suffix}.log"'
-        )
     return Response(piece.data, media_type="text/plain; charset=utf-8", headers=headers)
 
 

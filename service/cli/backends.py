@@ -39,20 +39,22 @@ def add(
     from service.cli.runs import cli_actor
     from service.commands.backends import BackendNameTaken, add_backend
     from service.db import session_scope
-    from service.sources import SourceUnreachable, check_source
+    from service.sources import SourceUnreachable, check_source, subdir_problem
 
     if (git is None) == (path is None):
         die("give one source: --git URL or --path DIR")
     if path is not None and (ref is not None or subdir is not None):
         die("--ref and --subdir are for --git; --path names the backend dir itself")
+    if subdir is not None and (problem := subdir_problem(subdir)) is not None:
+        die(problem)
     if git is not None and ref is None:
         ref = "main"
     source = git if git is not None else str(path.resolve())  # type: ignore[union-attr]
+    settings = load_settings()
     try:
-        sha = check_source(source, ref)
+        sha = check_source(source, ref, settings.git_tokens())
     except SourceUnreachable as exc:
         die(str(exc))
-    settings = load_settings()
     engine = migrated_engine(settings)
     try:
         with session_scope(engine) as s:

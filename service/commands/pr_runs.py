@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands import outbox
+from service.domain.public_text import public_text
 from service.models import Backend, OutboxKind, Run, RunState, utcnow
 
 # PR runs are keyed "pr:<number>:<sha>:<backend id>" (service/github/pr_runs.py).
@@ -66,6 +67,12 @@ def _status_of(run: Run) -> tuple[str, str]:
     return "error", (run.error or "errored")
 
 
+def run_link(public_url: str, run_id: int) -> str | None:
+    """The run's page under OOTCI_PUBLIC_URL, the only base a published link has (None
+    when unset: a status without a link rather than one to an internal address)."""
+    return f"{public_url.rstrip('/')}/runs/{run_id}" if public_url else None
+
+
 def enqueue_pr_statuses(
     session: Session, *, public_url: str, now: dt.datetime | None = None
 ) -> int:
@@ -85,7 +92,7 @@ def enqueue_pr_statuses(
             continue
         state, description = _status_of(run)
         context = f"{STATUS_CONTEXT}/{backend}"
-        link = f"{public_url.rstrip('/')}/runs/{run.id}" if public_url else None
+        link = run_link(public_url, run.id)
         added += outbox.enqueue(
             session,
             kind=OutboxKind.STATUS,
@@ -95,7 +102,8 @@ def enqueue_pr_statuses(
                 "sha": sha,
                 "state": state,
                 "context": context,
-                "description": description,
+                # Published on the PR: the worker's paths and internal hosts stay inside.
+                "description": public_text(description, public_url),
                 "target_url": link,
                 "run_id": run.id,
             },

@@ -66,6 +66,9 @@ class PullRequestEvent:
     labels: tuple[str, ...]  # every label the PR carries now
     # The PR's own torch wheel, when a relay sends it (``client_payload.wheel_url``).
     wheel_url: str = ""
+    # Its sha256 when the relay says it (``client_payload.wheel_sha256``): the worker refuses
+    # other bytes.
+    wheel_sha256: str = ""
 
     @classmethod
     def parse(cls, payload: Mapping[str, Any]) -> PullRequestEvent:
@@ -88,6 +91,7 @@ class PullRequestEvent:
                 if isinstance(item, Mapping) and "name" in item
             ),
             wheel_url=_wheel_url(payload),
+            wheel_sha256=_wheel_sha256(payload),
         )
 
 
@@ -98,6 +102,15 @@ def _wheel_url(payload: Mapping[str, Any]) -> str:
     if not isinstance(value, str) or not re.fullmatch(r"https?://\S+\.whl", value):
         raise PayloadError("'wheel_url' is not an http(s) URL of a .whl file")
     return value
+
+
+def _wheel_sha256(payload: Mapping[str, Any]) -> str:
+    value = payload.get("wheel_sha256")
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        raise PayloadError("'wheel_sha256' is not a sha256 (64 hex digits)")
+    return value.lower()
 
 
 ZERO_SHA = "0" * 40
@@ -160,8 +173,9 @@ def unwrap_repository_dispatch(payload: Mapping[str, Any]) -> tuple[str, Mapping
 
 def _with_repository(inner: Mapping[str, Any], client: Mapping[str, Any]) -> Mapping[str, Any]:
     """Relays sometimes put the upstream repository beside the event instead of inside it."""
-    if "wheel_url" in client and "wheel_url" not in inner:
-        inner = {**inner, "wheel_url": client["wheel_url"]}  # the PR's build, sent beside it
+    for key in ("wheel_url", "wheel_sha256"):  # the PR's build, sent beside it
+        if key in client and key not in inner:
+            inner = {**inner, key: client[key]}
     if isinstance(inner.get("repository"), Mapping) or not isinstance(
         client.get("repository"), Mapping
     ):

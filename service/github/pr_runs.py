@@ -11,6 +11,9 @@ a ``synchronize`` at the same sha queues nothing new.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
+import socket
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +23,7 @@ from sqlalchemy.orm import Session
 from service.commands.runs import RunRequestSpec
 from service.config import Settings
 from service.domain.torch_spec import TorchSpecError, parse_spec
+from service.domain.wheel_url import IPAddress, address_refusal, url_refusal
 from service.github.events import PullRequestEvent
 from service.models import Backend, Run, utcnow
 
@@ -46,6 +50,28 @@ def _wheel_source(settings: Settings, pr: PullRequestEvent) -> tuple[str, str] |
     return None
 
 
+def _addresses(host: str) -> list[IPAddress] | None:
+    """What ``host`` resolves to now, or None when it does not resolve (yet)."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return None
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+
+
+def wheel_refusal(settings: Settings, url: str) -> str | None:
+    """Why the worker would refuse to fetch ``url``, judged at the door so nothing is
+    queued for it. A host that does not resolve yet passes here (a template's build may
+    not be published); the worker resolves again and connects only to what it checked."""
+    policy = settings.wheel_policy
+    refused = url_refusal(url, policy)
+    if refused is not None:
+        return refused
+    host = urllib.parse.urlsplit(url).hostname or ""
+    addresses = _addresses(host)
+    return None if addresses is None else address_refusal(host, addresses, policy)
+
+
 def plan_pr_runs(
     session: Session,
     settings: Settings,
@@ -68,6 +94,9 @@ def plan_pr_runs(
         parse_spec(spec)
     except TorchSpecError as exc:
         return PrPlan(f"{head}: the PR's wheel URL is unusable: {exc}")
+    refused = wheel_refusal(settings, url)
+    if refused is not None:
+        return PrPlan(f"{head}: the PR's wheel URL is refused, nothing queued: {refused}")
     keys = {b.id: dedupe_key(pr.number, pr.head_sha, b.id) for b in backends}
     existing = set(session.scalars(select(Run.dedupe_key).where(Run.dedupe_key.in_(keys.values()))))
     fresh = [b for b in backends if keys[b.id] not in existing]
@@ -83,6 +112,8 @@ def plan_pr_runs(
         "wheel_url": url,
         "wheel_source": origin,
     }
+    if pr.wheel_sha256 and origin == "relay":
+        pr_info["wheel_sha256"] = pr.wheel_sha256
     waiting = None
     if origin == "template":
         # Nobody said the build exists yet: wait for it rather than fail on a 404.

@@ -20,8 +20,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands import culprits, outbox, pin_reports
+from service.commands.pr_runs import run_link
 from service.config import Settings
 from service.domain.pr_comment import MARKER, BreakageReport, render
+from service.domain.public_text import public_text
 from service.github.analysis import rank_range, ranking_note, suspects_json
 from service.github.client import GitHubClient
 from service.github.errors import GitHubConfigError, GitHubUnavailable
@@ -136,10 +138,16 @@ def _report_pr(session: Session, message: OutboxMessage, github: GitHubClient, c
 
 
 def _status(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:
+    # The link and the description are made public here, whatever was queued (a message
+    # queued before, or under another OOTCI_PUBLIC_URL): only the public URL is linked.
     p = message.payload
+    run_id = p.get("run_id")
+    link = run_link(cfg.public_url, int(run_id)) if isinstance(run_id, int) else None
+    sent = {**p, "description": public_text(str(p["description"]), cfg.public_url),
+            "target_url": link}
     if cfg.can_write:
-        github.set_status(p["sha"], p["state"], p["context"], p["description"], p.get("target_url"))
-    return dict(p)
+        github.set_status(sent["sha"], sent["state"], sent["context"], sent["description"], link)
+    return sent
 
 
 def _pin_bump(session: Session, message: OutboxMessage, github: GitHubClient, cfg: ReportSettings) -> dict[str, Any]:

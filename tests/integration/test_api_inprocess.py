@@ -18,7 +18,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import InProcessDispatcher
 from service.migrate import upgrade
 from tests.support.fake_torch import build_wheel
-from tests.support.file_server import serve_directory
+from tests.support.file_server import LOOPBACK_WHEELS, serve_directory
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import wait_until
 from tests.support.webhooks import FIXTURES, sign
@@ -38,6 +38,7 @@ def test_webhook_run_executes_in_process_without_a_broker(tmp_path: Path) -> Non
         default_torch="installed",
         rerun_failed_tests=False,
         relay_repositories=["acme/torch-acme"],
+        **LOOPBACK_WHEELS,
     )
     # The upstream PR's own build, published where the relay says (a PR run never borrows
     # another torch): a small stand-in wheel served over loopback HTTP.

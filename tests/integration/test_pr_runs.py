@@ -29,7 +29,7 @@ from service.models import Run, Step, TorchBuild
 from tests.support import paths as support_paths
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import build_wheel
-from tests.support.file_server import serve_directory
+from tests.support.file_server import LOOPBACK_WHEELS, serve_directory
 from tests.support.pyonly import write_pyonly_backend
 from workers.jobs.pr_wait import check_waiting, is_published
 from workers.pipeline.execute import execute_run
@@ -90,6 +90,7 @@ def settings(tmp_path: Path, engine: Engine, pr_builds: tuple[Path, str]) -> Set
         public_url="https://ootci.example.org",
         # The relay that forwards upstream's events (the fixture's repository).
         relay_repositories=["acme/torch-acme"],
+        **LOOPBACK_WHEELS,
     )
 
 

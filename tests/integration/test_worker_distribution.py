@@ -34,7 +34,7 @@ from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
 from tests.support.fake_torch import build_wheel
-from tests.support.file_server import serve_directory
+from tests.support.file_server import LOOPBACK_WHEELS_ENV, serve_directory
 from tests.support.live_server import free_port
 from tests.support.processes import Processes, celery_worker, uvicorn_api
 from tests.support.pyonly import write_pyonly_backend
@@ -150,6 +150,7 @@ def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
         "OOTCI_RUN_LEASE_S": str(LEASE_S),
         "OOTCI_RERUN_FAILED_TESTS": "false",
         "PYTHONUNBUFFERED": "1",
+        **LOOPBACK_WHEELS_ENV,
     }
     port = free_port()
     processes = Processes(tmp_path / "logs")

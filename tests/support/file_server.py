@@ -9,6 +9,20 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+# The settings under which a PR run's wheel may come from serve_directory: plain http from
+# a loopback address, which the defaults refuse (tests only).
+LOOPBACK_WHEELS: dict[str, Any] = {
+    "wheel_hosts": ["127.0.0.1"],
+    "wheel_allow_http": True,
+    "wheel_allow_addresses": ["127.0.0.0/8"],
+}
+LOOPBACK_WHEELS_ENV = {
+    "OOTCI_WHEEL_HOSTS": '["127.0.0.1"]',
+    "OOTCI_WHEEL_ALLOW_HTTP": "true",
+    "OOTCI_WHEEL_ALLOW_ADDRESSES": '["127.0.0.0/8"]',
+}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

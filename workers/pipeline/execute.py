@@ -45,6 +45,7 @@ from workers.pipeline.env.provision import provision
 from workers.pipeline.env.resolve import parse_spec
 from workers.pipeline.env.run_env import private_env
 from workers.pipeline.env.torch_env import TorchEnv
+from workers.pipeline.env.wheel_fetch import OutsideWheel, outside_wheel_spec
 from workers.pipeline.errors import PipelineError, SpecError, TorchUnusable
 from workers.pipeline.isolation.child_env import child_environment
 from workers.pipeline.isolation.policy import require_sandbox
@@ -204,7 +205,8 @@ def _as_pipeline_error(exc: BaseException) -> PipelineError | None:
 def _pipeline(ctx: RunContext, claimed: _Claimed) -> RunState:
     # Built and tested in the run's own tree, never in the registered source (issue #14).
     cache_dir = ctx.settings.resolved_cache_dir
-    with run_tree(cache_dir, claimed.source, pinned_sha=claimed.pinned_sha) as tree:
+    with run_tree(cache_dir, claimed.source, pinned_sha=claimed.pinned_sha,
+                  credentials=ctx.settings.git_tokens()) as tree:
         return _pipeline_in(ctx, claimed.spec_text, tree)
 
 
@@ -312,6 +314,9 @@ def _provision_step(ctx: RunContext, spec_text: str) -> TorchEnv | StepOutcome:
         )
         if spec.kind is SourceKind.RUN:
             spec = _pinned_to_recorded_wheel(ctx, spec, sink)
+        outside = _wheel_from_outside(ctx)
+        if outside is not None:
+            spec = outside_wheel_spec(spec, settings.resolved_cache_dir, sink, outside)
         committed = commit_date(settings, spec.commit, sink) if spec.kind is SourceKind.COMMIT else None
         try:
             base = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed,
@@ -328,6 +333,18 @@ def _provision_step(ctx: RunContext, spec_text: str) -> TorchEnv | StepOutcome:
             record_artifact(tb, base.artifact_url, base.artifact_sha256)
             s.get_one(Run, ctx.run_id).torch_build_id = tb.id
     return env
+
+
+def _wheel_from_outside(ctx: RunContext) -> OutsideWheel | None:
+    """A PR run's wheel was named by a relay or the template: fetched under the wheel
+    rules again here, whatever the door let through (docs/security.md)."""
+    with session_scope(ctx.engine) as s:
+        info = s.get_one(Run, ctx.run_id).trigger_info or {}
+    if not info.get("wheel_source"):
+        return None
+    settings = ctx.settings
+    return OutsideWheel(settings.wheel_policy, str(info.get("wheel_sha256") or ""),
+                        settings.wheel_ca_file)
 
 
 def _pinned_to_recorded_wheel(ctx: RunContext, spec: TorchSpec, sink: LogSink) -> TorchSpec:

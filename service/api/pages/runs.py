@@ -11,8 +11,8 @@ from sqlalchemy import select
 from starlette.responses import HTMLResponse, JSONResponse
 
 from service.api.deps import ContextDep, SessionDep
-from service.api.logs import LogSlice, read_log
-from service.api.pages.logview import LAST_PAGE, LogPage, page_of_line, paginate
+from service.api.logs import LogStream, stream_log
+from service.api.pages.logview import LAST_PAGE, LogPage, page_of_line, paginate_pieces
 from service.api.params import RunId
 from service.api.templates import render
 from service.models import Breakage, Failure, Outcome, RunState
@@ -136,11 +136,13 @@ def step_log(
     step = run_queries.get_step(session, run_id, name)
     if step is None:
         return _not_found(request, f"step {name!r} of run {run_id}")
-    log = read_log(step, offset=None, limit=None, tail=None)
+    # Read through piece by piece: only the page shown is held (issue #33: eight views
+    # of a 200 MB log must not hold eight copies of it).
+    log = stream_log(step)
     if page is None:
         # A step still writing its log opens at its end, where the new lines arrive.
         page = page_of_line(hl) if hl else (1 if log.complete else LAST_PAGE)
-    view = paginate(log.data, page)
+    view = paginate_pieces(log.pieces, page)
     return render(request, "log.html", {
         "page_title": f"Run {run_id} · {name} log",
         "run_id": run_id,
@@ -151,14 +153,14 @@ def step_log(
     })
 
 
-def _follow(run_id: int, name: str, log: LogSlice, view: LogPage) -> dict[str, Any] | None:
+def _follow(run_id: int, name: str, log: LogStream, view: LogPage) -> dict[str, Any] | None:
     """Where log-live.js picks up a log the step is still writing: the bytes after those
-    shown, and whether the last line shown is still unfinished. Only on the last page."""
+    read, and whether the last line shown is still unfinished. Only on the last page."""
     if log.complete or view.page != view.pages:
         return None
     return {
         "url": f"/api/runs/{run_id}/steps/{name}/log",
-        "offset": log.offset + len(log.data),
+        "offset": view.size,
         "last_line": view.first_line + len(view.lines) - 1,
-        "partial": bool(log.data) and not log.data.endswith(b"\n"),
+        "partial": view.partial,
     }

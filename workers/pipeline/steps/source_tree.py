@@ -20,12 +20,12 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from service.sources import git_environ, is_git_url
+from service.sources import git_environ, is_git_url, subdir_problem
 from workers.pipeline.cache.layout import (
     mirror_dir,
     mirror_lock,
@@ -60,11 +60,11 @@ class RunTree:
     key: str  # what the build dir is keyed by: the content, not the commit
 
 
-def _git(args: list[str], *, cwd: Path | None = None) -> str:
+def _git(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
-            env=git_environ(),
+            env=env or git_environ(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(f"git {args[0]}: {exc}") from None
@@ -90,11 +90,16 @@ def _has_commit(mirror: Path, sha: str) -> bool:
     return True
 
 
-def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) -> tuple[Path, str]:
+def fetch_commit(
+    cache_dir: Path, url: str, ref: str | None, sha: str | None,
+    credentials: Mapping[str, str] | None = None,
+) -> tuple[Path, str]:
     """The mirror of ``url`` holding ``sha`` (or the commit ``ref`` names now), and that sha.
     A pinned sha already in the mirror needs no network; one that is not is fetched by
-    itself, shallow."""
+    itself, shallow. ``credentials`` (host -> token) reach git only through its
+    environment (``service.sources.git_environ``)."""
     mirror = mirror_dir(cache_dir, url)
+    env = git_environ(credentials)
     with _locked(mirror_lock(mirror)):
         if not (mirror / "HEAD").exists():
             mirror.mkdir(parents=True, exist_ok=True)
@@ -104,22 +109,27 @@ def fetch_commit(cache_dir: Path, url: str, ref: str | None, sha: str | None) ->
             return mirror, sha
         if sha is not None:
             try:
-                _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url, sha])
+                _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url, sha], env=env)
             except GitError:
                 # Servers that refuse a want by sha: the branches carry it (a pushed commit).
                 _git(["--git-dir", str(mirror), "fetch", "--quiet", url,
-                      "+refs/heads/*:refs/heads/*"])
+                      "+refs/heads/*:refs/heads/*"], env=env)
             if not _has_commit(mirror, sha):
                 raise GitError(f"{url} has no commit {sha}")
             return mirror, sha
         wanted = ref or "HEAD"
         _git(["--git-dir", str(mirror), "fetch", "--quiet", "--depth=1", url,
-              f"+{wanted}:refs/ootci/wanted"])
+              f"+{wanted}:refs/ootci/wanted"], env=env)
         return mirror, _git(["--git-dir", str(mirror), "rev-parse", "refs/ootci/wanted^{commit}"])
 
 
 def _git_key(mirror: Path, sha: str, subdir: str | None) -> str:
-    tree = _git(["--git-dir", str(mirror), "rev-parse", f"{sha}:{subdir or ''}"])
+    try:
+        tree = _git(["--git-dir", str(mirror), "rev-parse", f"{sha}:{subdir or ''}"])
+    except GitError:
+        # No such path in git's objects (missing, or through a symlink): keyed by the
+        # commit, and the checkout says why it is not a backend dir (backend_dir).
+        return sha[:24]
     return tree[:24]
 
 
@@ -175,7 +185,8 @@ def _tree_in_use(lock_path: Path, make: Callable[[], None], remove: Callable[[],
 
 @contextmanager
 def run_tree(
-    cache_dir: Path, source: Source, *, pinned_sha: str | None = None
+    cache_dir: Path, source: Source, *, pinned_sha: str | None = None,
+    credentials: Mapping[str, str] | None = None,
 ) -> Iterator[RunTree]:
     """A fresh tree of ``source`` for one run (at ``pinned_sha`` for a git source, when the
     run names one), removed when the run is done with it."""
@@ -186,7 +197,7 @@ def run_tree(
         stop.write_text("# ootci: no pytest config above a run tree applies (cache/layout.py)\n"
                         "[pytest]\n")
     if is_git_url(source.location):
-        mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha)
+        mirror, sha = fetch_commit(cache_dir, source.location, source.ref, pinned_sha, credentials)
         key = _git_key(mirror, sha, source.subdir)
         dest = trees / key
 
@@ -199,7 +210,7 @@ def run_tree(
                 _remove(dest, mirror)
 
         with _tree_in_use(trees / f"{key}.lock", checkout, remove_worktree):
-            yield RunTree(dest / (source.subdir or ""), sha, key)
+            yield RunTree(backend_dir(dest, source.subdir, sha), sha, key)
         return
     registered = Path(source.location)
     if not registered.is_dir():
@@ -214,6 +225,32 @@ def run_tree(
 
     with _tree_in_use(trees / f"{key}.lock", copy, lambda: _remove(dest, None)):
         yield RunTree(dest, sha, key)
+
+
+def backend_dir(tree: Path, subdir: str | None, sha: str) -> Path:
+    """The backend's dir ``subdir`` of the checked-out ``tree``, a real directory inside it.
+    Judged on the run's own checkout, not at registration: a later commit can make a path
+    component a symlink, and a build in a linked dir would run in place anywhere on the
+    worker (issue #33)."""
+    if not subdir:
+        return tree
+    problem = subdir_problem(subdir)
+    if problem is not None:
+        raise UsageError(problem)
+    path = tree
+    for part in PurePosixPath(subdir).parts:
+        path = path / part
+        if path.is_symlink():
+            raise UsageError(
+                f"--subdir {subdir!r}: {path.relative_to(tree)} is a symlink (to "
+                f"{os.readlink(path)}) at {sha[:12]}: a backend's dir must be a real "
+                "directory in its repository"
+            )
+        if not path.is_dir():
+            raise UsageError(f"--subdir {subdir!r}: no directory {path.relative_to(tree)} at {sha[:12]}")
+    if not path.resolve().is_relative_to(tree.resolve()):
+        raise UsageError(f"--subdir {subdir!r} resolves outside the repository's tree")
+    return path
 
 
 def _inline_links_out_of(registered: Path, copy: Path) -> None:

@@ -46,7 +46,8 @@ def settings(tmp_path: Path) -> Settings:
                     pins=["pip:torch==2.13.0"], relay_repositories=["pytorch/pytorch-relay"],
                     webhook_secrets={"acme/torch-acme": ACME_SECRET},
                     # A PR's runs test its own build (or wait for it): where that build is.
-                    pr_wheel_url_template="https://pr-builds.example.org/{pr}/{sha}/torch-2.14.0-py3-none-any.whl")
+                    pr_wheel_url_template="https://pr-builds.example.org/{pr}/{sha}/torch-2.14.0-py3-none-any.whl",
+                    wheel_hosts=["pr-builds.example.org"])
 
 
 @pytest.fixture

@@ -43,6 +43,7 @@ def settings(tmp_path: Path) -> Settings:
         pins=["pip:torch==2.13.0", "pip:torch==2.14.1"],
         pr_wheel_url_template=PR_WHEELS + "/{pr}/{sha}/torch-2.14.0-py3-none-any.whl",
         relay_repositories=["acme/torch-acme"],
+        wheel_hosts=["pr-builds.example.org"],
     )
 
 
