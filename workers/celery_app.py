@@ -12,14 +12,16 @@ exactly when its run becomes re-claimable.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import beat_init, worker_init, worker_process_init
 
 from service.config import Settings, get_settings
 from service.db import dispose_engines
+from service.secrets import SecretsError, load_and_scrub, make_nondumpable
 
 QUEUE = "ootci"
 # Celery ships no type hints: its decorators are marked `untyped-decorator` where used.
@@ -68,10 +70,24 @@ app = Celery("ootci", include=["workers.tasks"])
 app.add_defaults(lambda: celery_config(get_settings()))
 
 
+@worker_init.connect  # type: ignore[untyped-decorator]
+@beat_init.connect  # type: ignore[untyped-decorator]
+def _scrub_secrets(**_kwargs: Any) -> None:
+    # The main process of `celery worker`/`celery beat` (also when not started by `ootci`):
+    # secrets out of its environment, before its pool forks (docs/security.md).
+    try:
+        load_and_scrub()
+    except SecretsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
+
+
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _fresh_engine_after_fork(**_kwargs: Any) -> None:
     # A pooled connection inherited from the parent would be shared by two processes.
     dispose_engines()
+    # Inherited through fork already; said again so a pool child never depends on it.
+    make_nondumpable()
 
 
 def run_worker(argv: Sequence[str] = ()) -> None:
