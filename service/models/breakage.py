@@ -52,7 +52,7 @@ class Breakage(Base):
     range_note: Mapped[str | None] = mapped_column(MaskedText)
     # Ranked upstream commits that may have caused it: [{sha, pr, title, score, reasons}],
     # best first; empty with culprits_note saying why (not analysed yet, no suspect, ...).
-    culprits: Mapped[list[Any]] = mapped_column(default=list)
+    culprits: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
     culprits_note: Mapped[str | None] = mapped_column(MaskedText)
     culprits_ranked_at: Mapped[dt.datetime | None]
     note: Mapped[str | None] = mapped_column(MaskedText)
