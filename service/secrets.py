@@ -20,7 +20,11 @@ A re-exec with a scrubbed environment would also work, but needs a side channel 
 values and changes the pid under process managers; the overwrite keeps the pid and costs
 microseconds. Then the process is made non-dumpable (``PR_SET_DUMPABLE 0``): its memory,
 heap copies of the values included, is unreadable (ptrace, ``/proc/<pid>/mem``,
-``environ``) to any process of its uid without ``CAP_SYS_PTRACE``. Forked children
+``environ``: its ``/proc`` files turn root's) to another process of its uid, when that uid
+is not root; a root reader (a root worker's build, even without capabilities) still reads
+``environ``, and finds it blank. Other credential-named variables (not ootci's settings)
+stay in the environment for the tools ootci runs itself (git, pip), protected by the flag
+alone, and are masked. Forked children
 (Celery's prefork pool) inherit the scrubbed block, the flag and the held values; exec'd
 children (builds) get the scrubbed environment and are dumpable again (exec resets the
 flag): they never held a secret. ``*_FILE`` variables stay: a path is no secret, and an
@@ -87,7 +91,8 @@ def read_secrets(environ: MutableMapping[str, str]) -> dict[str, str]:
 
 def load_and_scrub(environ: MutableMapping[str, str] | None = None) -> list[str]:
     """Read the secrets, remove them from the environment (``os.environ``, libc's and the
-    initial block ``/proc/<pid>/environ`` shows) and make the process non-dumpable. Safe to
+    initial block ``/proc/<pid>/environ`` shows) and make the process non-dumpable; other
+    credential-named variables join the storage mask. Safe to
     call again: values already held stay held. Returns the names removed."""
     environ = os.environ if environ is None else environ
     _held.update(read_secrets(environ))
@@ -99,11 +104,12 @@ def load_and_scrub(environ: MutableMapping[str, str] | None = None) -> list[str]
             remember(*_webhook_secret_values(value))
         else:
             remember(value)
-    # Any other credential-like variable: never passed to a child (service.config's
-    # refusal list), so nothing needs it once the mask knows it.
-    doomed = [n for n in environ if n in SECRET_SETTINGS
-              or (SECRET_NAME.search(n) and not n.endswith(FILE_SUFFIX))]
-    remember(*(environ[n] for n in doomed if n not in SECRET_SETTINGS))
+    # Other credential-like variables are masked but stay: git or pip run by ootci itself
+    # may need them (builds never get them: service.config's refusal list), and the
+    # non-dumpable flag keeps them from processes of the same uid.
+    remember(*(v for n, v in environ.items()
+               if SECRET_NAME.search(n) and not n.endswith(FILE_SUFFIX)))
+    doomed = [n for n in environ if n in SECRET_SETTINGS]
     for name in doomed:
         del environ[name]
     if environ is os.environ:

@@ -32,7 +32,6 @@ SECRETS = {
     "OOTCI_API_TOKEN": "api-token-in-env-7e2a",  # the *_FILE beats it
     "OOTCI_WEBHOOK_SECRET": "webhook-secret-scrub-0b9d",
     "OOTCI_GITHUB_TOKEN": "ghp_scrubTestToken0123456789",
-    "DEPLOY_PRIVATE_KEY": "deploy-private-key-6f3a",
 }
 DB_PASSWORD = "Db-Scrub-Pa55-k3"
 NEEDLES = [*SECRETS.values(), DB_PASSWORD, API_TOKEN_IN_FILE]
