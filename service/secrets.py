@@ -45,7 +45,6 @@ import json
 import os
 import sys
 from collections.abc import Iterable, MutableMapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +66,7 @@ _PR_SET_DUMPABLE = 4
 
 _held: dict[str, str] = {}
 _known: set[str] = set()
+_mask: SecretMasker | None = None
 
 
 class SecretsError(RuntimeError):
@@ -130,12 +130,13 @@ def held_settings() -> dict[str, Any]:
 
 def remember(*values: str) -> None:
     """Add secrets the storage mask hides (a URL value: its password only)."""
+    global _mask
     for value in values:
         password = url_password(value)
-        if password is not None:
-            _known.add(password)
-        elif value:
-            _known.add(value)
+        new = password if password is not None else value
+        if new and new not in _known:
+            _known.add(new)
+            _mask = None
 
 
 def known() -> frozenset[str]:
@@ -144,13 +145,20 @@ def known() -> frozenset[str]:
 
 def forget() -> None:
     """Drop every held and known secret (tests: one process plays many deployments)."""
+    global _mask
     _held.clear()
     _known.clear()
+    _mask = None
 
 
 def storage_mask(text: str) -> str:
     """``text`` as it may be stored or served: known secrets and URL passwords hidden."""
-    return _masker(frozenset(_known))(text)
+    global _mask
+    mask = _mask
+    if mask is None:
+        # Built once per change of what is known, not per value written.
+        mask = _mask = SecretMasker(frozenset(_known))
+    return mask(text)
 
 
 def mask_json(value: Any) -> Any:
@@ -162,11 +170,6 @@ def mask_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [mask_json(v) for v in value]
     return value
-
-
-@lru_cache(maxsize=4)
-def _masker(secrets: frozenset[str]) -> SecretMasker:
-    return SecretMasker(secrets)
 
 
 def _webhook_secret_values(text: str) -> Iterable[str]:

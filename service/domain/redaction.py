@@ -22,7 +22,8 @@ _URL_PASSWORD = re.compile(r"(\b[a-zA-Z][\w+.-]*://[^\s/:@]*:)([^\s/@]+)(@)")
 
 
 def hide_url_passwords(text: str) -> str:
-    return _URL_PASSWORD.sub(rf"\1{MASK}\3", text)
+    # Most text holds no URL: skip the regex, which tries a scheme at every word.
+    return _URL_PASSWORD.sub(rf"\1{MASK}\3", text) if "://" in text else text
 
 
 def url_password(value: str) -> str | None:

@@ -15,16 +15,21 @@ from service import secrets
 from service.config import Settings
 from service.domain.redaction import MASK, SecretMasker, secrets_in_environ, url_password
 
-__all__ = ["MASK", "SecretMasker", "masker_for_settings", "secrets_in_environ",
+__all__ = ["MASK", "SecretMasker", "masker_for_settings", "process_masker", "secrets_in_environ",
            "settings_secrets", "url_password"]
+
+
+def process_masker() -> SecretMasker:
+    """Every secret this process holds: in its environment and read at start."""
+    return SecretMasker([*secrets_in_environ(os.environ), *secrets.known()])
 
 
 def masker_for_settings(settings: Settings) -> SecretMasker:
     """What a worker masks: the secrets in its environment, in its settings, and every
     secret the process read at start (``service.secrets``: the environment is scrubbed
     by then). The settings' secrets join the storage mask too."""
-    secrets.remember(*settings.secret_values())
-    return SecretMasker([*secrets_in_environ(os.environ), *secrets.known()])
+    secrets.remember(*settings.secret_values(), *secrets_in_environ(os.environ))
+    return process_masker()
 
 
 def settings_secrets(settings: Settings) -> list[str]:
