@@ -44,11 +44,11 @@ import ctypes
 import json
 import os
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from service.domain.redaction import SECRET_NAME, SecretMasker, url_password
+from service.domain.redaction import SecretMasker, secrets_in_environ, url_password
 
 # Environment variable -> the Settings field it fills.
 SECRET_SETTINGS: dict[str, str] = {
@@ -63,6 +63,7 @@ SECRET_SETTINGS: dict[str, str] = {
 URL_SETTINGS = frozenset({"database_url", "broker_url", "result_backend"})
 FILE_SUFFIX = "_FILE"
 _PR_SET_DUMPABLE = 4
+_MIN_ENVIRON_SECRET_LEN = 8
 
 _held: dict[str, str] = {}
 _known: set[str] = set()
@@ -107,8 +108,7 @@ def load_and_scrub(environ: MutableMapping[str, str] | None = None) -> list[str]
     # Other credential-like variables are masked but stay: git or pip run by ootci itself
     # may need them (builds never get them: service.config's refusal list), and the
     # non-dumpable flag keeps them from processes of the same uid.
-    remember(*(v for n, v in environ.items()
-               if SECRET_NAME.search(n) and not n.endswith(FILE_SUFFIX)))
+    remember_environ(environ)
     doomed = [n for n in environ if n in SECRET_SETTINGS]
     for name in doomed:
         del environ[name]
@@ -137,6 +137,17 @@ def remember(*values: str) -> None:
         if new and new not in _known:
             _known.add(new)
             _mask = None
+
+
+def remember_environ(environ: Mapping[str, str]) -> None:
+    """The credential-named variables of ``environ`` and the passwords in its URLs. A
+    value shorter than a credential (a flag such as ``HF_HUB_DISABLE_TOKEN=true``) would
+    mask ordinary words in everything stored: only from 8 characters."""
+    for value in secrets_in_environ(
+        {n: v for n, v in environ.items() if not n.endswith(FILE_SUFFIX)}
+    ):
+        if len(value) >= _MIN_ENVIRON_SECRET_LEN:
+            remember(value)
 
 
 def known() -> frozenset[str]:

@@ -89,6 +89,7 @@ def test_held_secrets_make_the_settings_once_the_environment_is_clean(
     monkeypatch.setenv("OOTCI_WEBHOOK_SECRETS_FILE", str(tmp_path / "hooks"))
     monkeypatch.setenv("OOTCI_API_TOKEN", "api-held-9")
     monkeypatch.setenv("SOME_VENDOR_TOKEN", "vendor-token-5")
+    monkeypatch.setenv("HF_HUB_DISABLE_TOKEN", "true")  # a flag, not a credential
     environ = dict(os.environ)
     removed = secrets.load_and_scrub(environ)
     assert removed == ["OOTCI_API_TOKEN"]
@@ -97,4 +98,4 @@ def test_held_secrets_make_the_settings_once_the_environment_is_clean(
     settings = Settings(**secrets.held_settings())
     assert settings.api_token.get_secret_value() == "api-held-9"
     assert settings.webhook_secrets["acme/torch-acme"].get_secret_value() == "repo-secret-1"
-    assert secrets.storage_mask("vendor-token-5 repo-secret-1") == "*** ***"
+    assert secrets.storage_mask("vendor-token-5 repo-secret-1 true") == "*** *** true"

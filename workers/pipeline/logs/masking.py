@@ -28,7 +28,8 @@ def masker_for_settings(settings: Settings) -> SecretMasker:
     """What a worker masks: the secrets in its environment, in its settings, and every
     secret the process read at start (``service.secrets``: the environment is scrubbed
     by then). The settings' secrets join the storage mask too."""
-    secrets.remember(*settings.secret_values(), *secrets_in_environ(os.environ))
+    secrets.remember(*settings.secret_values())
+    secrets.remember_environ(os.environ)
     return process_masker()
 
 
