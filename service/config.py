@@ -15,8 +15,10 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service import secrets
 from service.domain.admission import CallerPolicy
 from service.domain.crash_storm import DEFAULT_RESTART_BUDGET
+from service.domain.redaction import url_password
 from service.domain.wheel_url import WheelPolicy, default_hosts, parse_networks
 
 DEFAULT_HOME = Path(".ootci")
@@ -393,6 +395,19 @@ class Settings(BaseSettings):
     def in_process(self) -> bool:
         return not self.broker_url
 
+    def secret_values(self) -> list[str]:
+        """Every secret these settings hold (a URL's password, not the URL): what masks hide."""
+        found = [
+            s.get_secret_value()
+            for s in (self.api_token, self.webhook_secret, self.github_token,
+                      *self.webhook_secrets.values())
+        ]
+        for url in (self.database_url, self.broker_url, self.result_backend):
+            password = url_password(url)
+            if password is not None:
+                found.append(password)
+        return [value for value in found if value]
+
     @property
     def caller_policy(self) -> CallerPolicy:
         """What API and webhook callers may ask for (service/domain/admission.py)."""
@@ -436,15 +451,19 @@ class Settings(BaseSettings):
 
 
 def load_settings() -> Settings:
-    """Build settings from the environment, turning validation errors into one clear message."""
+    """Build settings from the environment and the secrets read at start
+    (``service.secrets``: by then no longer in the environment), turning validation errors
+    into one clear message. Their secrets join the storage mask."""
     try:
-        return Settings()
+        settings = Settings(**secrets.held_settings())
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             name = "OOTCI_" + "_".join(str(p) for p in err["loc"]).upper()
             problems.append(f"{name}: {err['msg']}")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(problems)) from None
+    secrets.remember(*settings.secret_values())
+    return settings
 
 
 @lru_cache(maxsize=1)

@@ -78,3 +78,13 @@ def engine(db_url: str) -> Iterator[Engine]:
     upgrade(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_left_between_tests() -> Iterator[None]:
+    """A CLI test scrubs its secrets into ``service.secrets`` (as a real process would):
+    the next test plays another deployment."""
+    yield
+    from service import secrets
+
+    secrets.forget()

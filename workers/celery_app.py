@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
+from celery.signals import beat_init, worker_init, worker_process_init
 
 from service.config import Settings, get_settings
 from service.db import dispose_engines
+from service.secrets import SecretsError, load_and_scrub, make_nondumpable
 
 QUEUE = "ootci"
 # Celery ships no type hints: its decorators are marked `untyped-decorator` where used.
@@ -70,10 +71,30 @@ app.add_defaults(lambda: celery_config(get_settings()))
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]
-def _refuse_without_sandbox(**_kwargs: Any) -> None:
+def _start_worker(**_kwargs: Any) -> None:
+    _scrub_secrets()
+    _refuse_without_sandbox()
+
+
+@beat_init.connect  # type: ignore[untyped-decorator]
+def _start_beat(**_kwargs: Any) -> None:
+    _scrub_secrets()
+
+
+def _scrub_secrets() -> None:
+    # The main process of `celery worker`/`celery beat` (also when not started by `ootci`):
+    # secrets out of its environment, before its pool forks (docs/security.md). SystemExit,
+    # not an exception, here and below: Celery logs and ignores what a signal handler raises.
+    try:
+        load_and_scrub()
+    except SecretsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
+
+
+def _refuse_without_sandbox() -> None:
     """A worker that cannot seal a step does not start: it would take runs from the queue
-    that a sealed worker can serve, and run their code with its own rights. SystemExit,
-    not an exception: Celery logs and ignores what a signal handler raises."""
+    that a sealed worker can serve, and run their code with its own rights."""
     from workers.pipeline.isolation.policy import refusal
 
     reason = refusal(get_settings())
@@ -86,6 +107,8 @@ def _refuse_without_sandbox(**_kwargs: Any) -> None:
 def _fresh_engine_after_fork(**_kwargs: Any) -> None:
     # A pooled connection inherited from the parent would be shared by two processes.
     dispose_engines()
+    # Inherited through fork already; said again so a pool child never depends on it.
+    make_nondumpable()
 
 
 def run_worker(argv: Sequence[str] = ()) -> None:

@@ -8,6 +8,7 @@ environment, runs dispatched through the broker.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,15 @@ def default_dispatcher(settings: Settings) -> Dispatcher:
 
 
 def app_factory() -> FastAPI:
+    # uvicorn imports the factory in the process that serves (one worker, as the images
+    # run it): secrets out of its environment before the settings are read.
+    from service.secrets import SecretsError, load_and_scrub
+
+    try:
+        load_and_scrub()
+    except SecretsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
     settings = get_settings()
     return create_app(settings, dispatcher=default_dispatcher(settings))
 

@@ -49,6 +49,14 @@ def main_options(
     ] = False,
 ) -> None:
     """Nightly upstream-compatibility CI for PyTorch's PrivateUse1 backends."""
+    # Before any command reads settings: secrets out of the environment (docs/security.md).
+    from service.secrets import SecretsError, load_and_scrub
+
+    try:
+        load_and_scrub()
+    except SecretsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 app.command(epilog=_example("ootci init ../torch-acme"))(recipes.init)

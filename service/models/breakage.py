@@ -6,10 +6,11 @@ import datetime as dt
 import enum
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedJSON, MaskedText
 
 
 class BreakageStatus(enum.StrEnum):
@@ -30,8 +31,8 @@ class Breakage(Base):
     fingerprint_version: Mapped[int]
     category: Mapped[str | None] = mapped_column(String(16))
     subtype: Mapped[str | None] = mapped_column(String(32))
-    title: Mapped[str] = mapped_column(Text)
-    captures: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    title: Mapped[str] = mapped_column(MaskedText)
+    captures: Mapped[dict[str, Any]] = mapped_column(MaskedJSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default=BreakageStatus.OPEN)
     first_seen_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     last_seen_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
@@ -48,10 +49,10 @@ class Breakage(Base):
     range_head_sha: Mapped[str | None] = mapped_column(String(64))
     range_base_version: Mapped[str | None] = mapped_column(String(100))
     range_head_version: Mapped[str | None] = mapped_column(String(100))
-    range_note: Mapped[str | None] = mapped_column(Text)
+    range_note: Mapped[str | None] = mapped_column(MaskedText)
     # Ranked upstream commits that may have caused it: [{sha, pr, title, score, reasons}],
     # best first; empty with culprits_note saying why (not analysed yet, no suspect, ...).
-    culprits: Mapped[list[Any]] = mapped_column(default=list)
-    culprits_note: Mapped[str | None] = mapped_column(Text)
+    culprits: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
+    culprits_note: Mapped[str | None] = mapped_column(MaskedText)
     culprits_ranked_at: Mapped[dt.datetime | None]
-    note: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(MaskedText)

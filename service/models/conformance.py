@@ -10,6 +10,7 @@ from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base
+from service.models.masked import MaskedJSON
 
 
 class ConformanceResult(Base):
@@ -29,4 +30,4 @@ class ConformanceResult(Base):
     failed: Mapped[int] = mapped_column(Integer, default=0)
     skipped: Mapped[int] = mapped_column(Integer, default=0)
     # The node ids of its failing tests, in suite order.
-    failing: Mapped[list[Any]] = mapped_column(default=list)
+    failing: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)

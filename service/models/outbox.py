@@ -14,10 +14,11 @@ import datetime as dt
 import enum
 from typing import Any
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedJSON, MaskedText
 
 
 class OutboxKind(enum.StrEnum):
@@ -58,13 +59,13 @@ class OutboxMessage(Base):
     # Enqueueing the same content twice is a no-op (unique), so retries of the code that
     # enqueues are harmless.
     dedupe_key: Mapped[str] = mapped_column(String(128), unique=True)
-    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    payload: Mapped[dict[str, Any]] = mapped_column(MaskedJSON, default=dict)
     state: Mapped[str] = mapped_column(String(16), default=OutboxState.PENDING)
     attempts: Mapped[int] = mapped_column(default=0)
     due_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
-    last_error: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(MaskedText)
     # What GitHub answered (the comment's URL, the status id), for the dashboard.
-    result: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    result: Mapped[dict[str, Any]] = mapped_column(MaskedJSON, default=dict)
     breakage_id: Mapped[int | None]
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     sent_at: Mapped[dt.datetime | None]

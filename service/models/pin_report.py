@@ -6,11 +6,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import Date, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import Date, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.domain.pin_bump import OpenBreakage, ReportView, Suspect, UpstreamBuild
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedJSON, MaskedText
 
 
 class PinReport(Base):
@@ -33,9 +34,9 @@ class PinReport(Base):
     green_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     action: Mapped[str] = mapped_column(String(8))  # bump | hold
     proposed_spec: Mapped[str | None] = mapped_column(String(1000))
-    reason: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(MaskedText)
     # The open breakages since the pin: [{id, title, kind, since, suspects: [{pr, sha, score, title}]}].
-    breakages: Mapped[list[Any]] = mapped_column(default=list)
+    breakages: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
     # The bump PR on the vendor's repository as last sent: {repo, number, url, created|closed}.
     bump_pr: Mapped[dict[str, Any]] = mapped_column(default=dict)
 

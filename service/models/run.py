@@ -20,13 +20,13 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
-    Text,
     false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.domain.states import RunState, StepStatus
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedJSON, MaskedString, MaskedText
 from service.models.torch_build import TorchBuild
 
 STORED_TAIL_BYTES = 64 * 1024
@@ -87,7 +87,7 @@ class Run(Base):
     # When that process started (clock ticks after boot, /proc/PID/stat field 22): a PID
     # the kernel handed to another process since is then not taken for the runner.
     runner_started: Mapped[int | None] = mapped_column(BigInteger)
-    error: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(MaskedText)
     # False: the operator ran it with the sandbox off (``--no-sandbox``/``OOTCI_SANDBOX=off``):
     # its code ran with the worker's rights. None: not started yet, or run before this was kept.
     sandboxed: Mapped[bool | None]
@@ -97,7 +97,7 @@ class Run(Base):
     # Triage verdict of the whole run (filled after classification).
     verdict: Mapped[str | None] = mapped_column(String(16))
     verdict_subtype: Mapped[str | None] = mapped_column(String(32))
-    verdict_reason: Mapped[str | None] = mapped_column(Text)
+    verdict_reason: Mapped[str | None] = mapped_column(MaskedText)
 
     torch_build: Mapped[TorchBuild | None] = relationship(lazy="joined")
     # Every attempt's steps; ``steps`` is the current attempt's, what every view shows.
@@ -175,7 +175,7 @@ class Step(Base):
     # The last STORED_TAIL_BYTES of the log, uncompressed: a tail (the dashboard's and the
     # API's default view) is answered from here without inflating the whole log.
     log_tail: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
-    summary: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(MaskedText)
 
     run: Mapped[Run] = relationship(back_populates="step_rows")
 
@@ -225,13 +225,13 @@ class TestResult(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
-    nodeid: Mapped[str] = mapped_column(String(1000))
+    nodeid: Mapped[str] = mapped_column(MaskedString(1000))
     # The contract-suite file (mechanism) the test belongs to, for the matrix columns.
     suite: Mapped[str] = mapped_column(String(200))
     outcome: Mapped[str] = mapped_column(String(16))
     duration_s: Mapped[float | None] = mapped_column(Float)
-    message: Mapped[str | None] = mapped_column(Text)
-    details: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(MaskedText)
+    details: Mapped[str | None] = mapped_column(MaskedText)
 
     run: Mapped[Run] = relationship(back_populates="test_results")
 
@@ -248,11 +248,11 @@ class Failure(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     step_name: Mapped[str] = mapped_column(String(16))
     stage: Mapped[str] = mapped_column(String(16))  # build | import | test | provision
-    nodeid: Mapped[str | None] = mapped_column(String(1000))
+    nodeid: Mapped[str | None] = mapped_column(MaskedString(1000))
     # The line that matters and where it was.
-    line: Mapped[str] = mapped_column(Text, default="")
+    line: Mapped[str] = mapped_column(MaskedText, default="")
     line_no: Mapped[int | None]
-    captures: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    captures: Mapped[dict[str, Any]] = mapped_column(MaskedJSON, default=dict)
     # Classifier output (the full Finding is kept for "why this verdict"): ``category`` is
     # what the rule suggests, never shown as the verdict (that is ``triage``).
     category: Mapped[str | None] = mapped_column(String(16))
@@ -260,11 +260,11 @@ class Failure(Base):
     rule: Mapped[str | None] = mapped_column(String(100))
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     fingerprint_version: Mapped[int | None]
-    finding: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    finding: Mapped[dict[str, Any]] = mapped_column(MaskedJSON, default=dict)
     # Triage: upstream | backend | infra | flake | unknown, and why. This is the failure's
     # verdict, what every view shows; ``category`` above is only what the rule suggests.
     triage: Mapped[str | None] = mapped_column(String(16))
-    triage_reason: Mapped[str | None] = mapped_column(Text)
+    triage_reason: Mapped[str | None] = mapped_column(MaskedText)
     # Triage could not tell torch from the backend (both changed since it passed, or it
     # never did): an isolating run would decide, on the torch of this run when there is one
     # (the last the failure passed on).
@@ -277,7 +277,7 @@ class Failure(Base):
     # Failures of the same step that only repeat this one's cause (a half-imported torch
     # failing every later test module: service/domain/consequences.py), folded into it:
     # [{"nodeid": ..., "message": ...}] in the order they happened. They have no row.
-    consequences: Mapped[list[Any]] = mapped_column(default=list)
+    consequences: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
 
     run: Mapped[Run] = relationship(back_populates="failures")
 

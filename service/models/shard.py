@@ -16,6 +16,7 @@ from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedJSON
 
 
 class ShardState:
@@ -41,6 +42,6 @@ class TestShard(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[dt.datetime | None]
     # Records, exit code, problem and log tail of the finished shard.
-    result: Mapped[dict[str, Any] | None]
+    result: Mapped[dict[str, Any] | None] = mapped_column(MaskedJSON)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[dt.datetime | None]

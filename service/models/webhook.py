@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
+from service.models.masked import MaskedText
 
 
 class WebhookDelivery(Base):
@@ -23,7 +24,7 @@ class WebhookDelivery(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # queued | ignored | recorded (and why), with the runs it created.
     outcome: Mapped[str] = mapped_column(String(32), default="recorded")
-    reason: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(MaskedText)
     run_ids: Mapped[list[Any]] = mapped_column(default=list)
     # Set on deliveries that queued runs: what they are about (service/github/dedupe.py),
     # unique, so the same event under a new delivery id queues nothing.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -396,3 +397,112 @@ def test_hostile_backend_is_contained_under_a_celery_worker(
     )
     _assert_contained(engine, settings, run_id, listener, elapsed, extra_needles=[db_url])
     engine.dispose()
+
+
+LEAKY_TESTS = f'''\
+import pytest
+
+
+def test_leaks_the_api_token():
+    assert False, "the token {SECRETS["OOTCI_API_TOKEN"]} reached this test"
+
+
+def test_leaks_a_database_url():
+    print("captured: webhook {SECRETS["OOTCI_WEBHOOK_SECRET"]}")
+    raise ConnectionError("no route to {SECRETS["OOTCI_DATABASE_URL"]}")
+
+
+@pytest.mark.parametrize("token", ["{SECRETS["OOTCI_GITHUB_TOKEN"]}"])
+def test_leaks_in_its_node_id(token):
+    assert token == "", "{NETRC_PASSWORD}"
+'''
+
+
+def test_a_secret_a_test_reached_is_masked_wherever_it_is_stored_or_served(
+    db_url: str, world_readable_dir: Path
+) -> None:
+    """The tests of a backend fail with ootci's secrets in their messages, output and node
+    ids (however they got them): the storage mask (service/models/masked.py) hides each
+    one in every row written about the run, its breakage, the PR comment and the commit
+    status, so no page or API answer serves one."""
+    from service.commands import breakages, culprits, outbox
+    from service.github.reporter import drain_with_settings
+    from service.models import Breakage, OutboxKind, OutboxMessage
+    from tests.support.pyonly import write_pyonly_backend
+
+    backend = write_pyonly_backend(world_readable_dir / "leaky", {"test_leaky.py": LEAKY_TESTS})
+    engine = make_engine(db_url)
+    upgrade(engine)
+    settings = Settings(
+        home=world_readable_dir / "ootci-home", database_url=db_url, broker_url="",
+        api_token=SECRETS["OOTCI_API_TOKEN"], webhook_secret=SECRETS["OOTCI_WEBHOOK_SECRET"],
+        github_token=SECRETS["OOTCI_GITHUB_TOKEN"], default_torch="installed",
+        rerun_failed_tests=False, sandbox=False, isolate=False,
+    )
+    # The .netrc password is a secret this worker holds outside its settings.
+    from service import secrets
+    secrets.remember(NETRC_PASSWORD)
+    run_id = _run(engine, settings, "leaky", backend, "installed")
+
+    with session_scope(engine) as s:
+        run = s.get_one(Run, run_id)
+        failures = list(s.scalars(select(Failure).where(Failure.run_id == run_id)))
+        assert len(failures) == 3, [(f.nodeid, f.line) for f in failures]
+        # The writers as the pipeline and the drain call them, with text straight from the
+        # run (these objects are unmasked in memory: only what is written is masked).
+        failures[0].line = f"raw line {SECRETS['OOTCI_API_TOKEN']}"
+        [breakage] = breakages.record_occurrences(s, run, failures[:1])
+        breakage.title = f"title {SECRETS['OOTCI_GITHUB_TOKEN']}"
+        breakage.category = "upstream"  # as triage would have it: a PR is blamed for it
+        breakage_id = breakage.id
+        culprits.store_suspects(
+            s, breakage,
+            [{"sha": "c" * 40, "pr": 4242, "title": f"PR {SECRETS['OOTCI_WEBHOOK_SECRET']}",
+              "score": 0.9, "reasons": [f"touches {NETRC_PASSWORD}"]}],
+            "ranked", repo="pytorch/pytorch", min_score=0.5,
+        )
+        outbox.enqueue(
+            s, kind=OutboxKind.STATUS, target="d" * 40, dedupe_key=f"status-{run_id}",
+            payload={"sha": "d" * 40, "state": "failure", "context": "ootci",
+                     "description": f"failed: {SECRETS['OOTCI_API_TOKEN']} "
+                                    f"{SECRETS['OOTCI_DATABASE_URL']}"},
+        )
+    # A dry run (no token): the PR comment's body and the status are stored as they would
+    # have been posted.
+    dry = settings.model_copy(update={"github_token": SecretStr("")})
+    drain_with_settings(dry, lambda: Session(engine))
+    with Session(engine) as s:
+        sent = {m.kind: m for m in s.scalars(select(OutboxMessage))}
+        assert sent[OutboxKind.PR_REPORT].result.get("body"), sent[OutboxKind.PR_REPORT].result
+        assert "***" in sent[OutboxKind.PR_REPORT].result["body"]
+        assert "failed: ***" in sent[OutboxKind.STATUS].result["description"]
+        assert s.get_one(Breakage, breakage_id).title == "title ***"
+        messages = {r.nodeid: r.message for r in
+                    s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+    # Masked, not dropped: what the test said is still there around the mask.
+    assert any("the token *** reached this test" in (m or "") for m in messages.values()), messages
+    assert any(n.endswith("test_leaks_in_its_node_id[***]") for n in messages), messages
+
+    stored = _everything_stored(engine)
+    with TestClient(create_app(settings, dispatcher=InProcessDispatcher(lambda _: None),
+                               engine=engine)) as client:
+        served = {url: client.get(url).text for url in (
+            f"/api/runs/{run_id}", f"/api/runs/{run_id}/tests", f"/runs/{run_id}", "/",
+            "/api/matrix", "/search?q=leaks", f"/breakages/{breakage_id}",
+            f"/api/breakages/{breakage_id}",
+        )}
+    assert "test_leaks_the_api_token" in served[f"/runs/{run_id}"]
+    assert "test_leaks" in served["/search?q=leaks"]
+    for needle in [*NEEDLES, db_password(db_url)]:
+        if not needle:
+            continue
+        assert needle not in stored, needle
+        for url, page in served.items():
+            assert needle not in page, (needle, url)
+    engine.dispose()
+
+
+def db_password(url: str) -> str:
+    from service.domain.redaction import url_password
+
+    return url_password(url) or ""

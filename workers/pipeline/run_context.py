@@ -38,7 +38,7 @@ from workers.pipeline.cache.layout import run_dir as run_dir_of
 from workers.pipeline.cache.layout import stamp
 from workers.pipeline.errors import PipelineError
 from workers.pipeline.isolation.child_env import ChildEnvPolicy
-from workers.pipeline.logs.masking import SecretMasker
+from workers.pipeline.logs.masking import masker_for_settings
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.logs.stream import LogStream
 from workers.pipeline.steps.outcome import StepOutcome
@@ -152,7 +152,7 @@ class RunContext:
         # Every child of this run starts from this environment (HOME and TMPDIR in the run
         # dir, only the allowed variables), and every log line is masked.
         self.child_policy = ChildEnvPolicy.for_run(settings, self.run_dir)
-        self.masker = SecretMasker.for_settings(settings)
+        self.masker = masker_for_settings(settings)
         self.only_tests = only_tests  # a rerun's failed tests; None = the whole suite
         self.attempt = attempt
         self.heartbeat = Heartbeat(engine, run_id, worker_id, settings.run_lease_s)

@@ -17,14 +17,13 @@ database, ``logs/stream.py``): masked and within the cap, exactly as the file ho
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from workers.pipeline.logs.masking import SecretMasker
+from workers.pipeline.logs.masking import SecretMasker, process_masker
 
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
 
@@ -50,7 +49,7 @@ class LogSink:
         self._on_line = on_line
         self._on_bytes = on_bytes
         # Without the worker's settings, the secrets its environment holds.
-        self._mask = masker or SecretMasker.from_environ(os.environ)
+        self._mask = masker or process_masker()
         self._tail: deque[str] = deque(maxlen=tail_lines)
         self._lock = threading.Lock()
         self.lines_written = 0

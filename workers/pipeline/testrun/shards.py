@@ -43,7 +43,7 @@ from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.isolation.procs import Attempt, ProcResult, attempt_scope, current_attempt
 from workers.pipeline.isolation.sandbox import StepSandbox
-from workers.pipeline.logs.masking import SecretMasker
+from workers.pipeline.logs.masking import SecretMasker, masker_for_settings
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.recipe import Recipe, load_recipe
 from workers.pipeline.testrun.parallel import (
@@ -336,7 +336,7 @@ def execute_shard(
     run_dir = run_dir_of(settings.resolved_work_dir, run_id)
     stamp(run_dir)  # in use: the cache GC leaves it alone for a day at least
     policy = ChildEnvPolicy.for_run(settings, run_dir / f"shard-{index}-worker")
-    masker = SecretMasker.for_settings(settings)
+    masker = masker_for_settings(settings)
     work_dir = run_dir / "test-shards"
     artefact = job.artefact
 
