@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from service.cli import backends, culprit, ops, pins, recipes, resume, runs
+from service.cli import backends, culprit, flaky, ops, pins, recipes, resume, runs, tokens
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 PLAIN = {"rich_markup_mode": None, "pretty_exceptions_enable": False}
@@ -68,6 +68,10 @@ app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci worker --concurr
 app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci beat"))(ops.beat)
 app.add_typer(pins.pins_app, name="pins")
 app.add_typer(backends.backend_app, name="backend")
+app.add_typer(tokens.token_app, name="token",
+              epilog=_example("ootci token add alice --role triager", "ootci token revoke alice"))
+app.add_typer(flaky.flaky_app, name="flaky",
+              epilog=_example("ootci flaky quarantine acme tests/test_ops.py::test_add"))
 
 
 def main() -> None:

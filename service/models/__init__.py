@@ -1,6 +1,7 @@
 """All models, imported here so ``Base.metadata`` is complete for Alembic and create_all."""
 
 from service.domain.states import Outcome, RunState, StepName, StepStatus
+from service.models.audit import AuditEntry
 from service.models.backend import Backend, BackendChange
 from service.models.base import Base, utcnow
 from service.models.breakage import Breakage, BreakageStatus
@@ -8,12 +9,16 @@ from service.models.conformance import ConformanceResult
 from service.models.log_chunk import LogChunk
 from service.models.outbox import OutboxKind, OutboxMessage, OutboxState
 from service.models.pin_report import PinReport
+from service.models.quarantine import Quarantine
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
 from service.models.shard import ShardState, TestShard
+from service.models.token import ApiToken
 from service.models.torch_build import SourceKind, TorchBuild
 from service.models.webhook import WebhookDelivery
 
 __all__ = [
+    "ApiToken",
+    "AuditEntry",
     "Backend",
     "BackendChange",
     "Base",
@@ -28,6 +33,7 @@ __all__ = [
     "OutboxMessage",
     "OutboxState",
     "PinReport",
+    "Quarantine",
     "Run",
     "RunState",
     "ShardState",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from service.commands import culprits
+from service.commands import culprits, flaky
 from service.commands.breakages import record_occurrences, resolve_fixed
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
@@ -39,6 +39,7 @@ from service.models import (
     StepStatus,
     TorchBuild,
 )
+from service.queries import flaky as flaky_queries
 from service.queries.baseline import history_for
 from service.queries.conformance import previously_working
 from service.queries.regression import range_for
@@ -248,7 +249,25 @@ def collect(
     """Classify, triage and group the run's failures; return the state the run ends in
     (no isolating run: ``ootci reclassify``'s replay)."""
     triaged = triage_failures(session, run, build, tests, provision=provision)
-    return conclude(session, run, triaged, build, tests, settings, note)
+    return conclude(session, run, triaged, build, tests, settings, note, update_quarantine=False)
+
+
+def _quarantine(
+    session: Session, run: Run, tests: TestRunOutcome | None, settings: Settings
+) -> set[str]:
+    """Move the backend's quarantine by this run's tests (in, by the flakiness rate over
+    the last OOTCI_FLAKY_WINDOW runs; out, after OOTCI_FLAKY_RELEASE_AFTER clean runs) and
+    return what is quarantined now: a test quarantined by this very run does not fail it."""
+    outcomes = {r.nodeid: r.outcome for r in (tests.results if tests else ())}
+    failing = [n for n, o in outcomes.items() if o in Outcome.CLASSIFIED]
+    measured = flaky_queries.stats(
+        session, flaky_queries.window(session, run.backend_id, settings.flaky_window, upto=run.id),
+        failing) if failing else {}
+    flaky.after_run(session, session.get_one(Backend, run.backend_id), outcomes, measured,
+                    threshold=settings.flaky_quarantine_rate,
+                    release_after=settings.flaky_release_after)
+    session.flush()
+    return flaky_queries.quarantined_nodeids(session, run.backend_id)
 
 
 def conclude(
@@ -259,11 +278,16 @@ def conclude(
     tests: TestRunOutcome | None,
     settings: Settings,
     note: Callable[[str], None],
+    *,
+    update_quarantine: bool = True,
 ) -> RunState:
     """Store the triaged failures, group them into breakages and return the state the run
-    ends in (its verdict set)."""
+    ends in (its verdict set). ``update_quarantine``: this run's tests move the quarantine
+    (a replay, ``ootci reclassify``, only reads it)."""
     pairs = [(t.failure, t.finding) for t in triaged]
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
+    held = _quarantine(session, run, tests, settings) if update_quarantine else \
+        flaky_queries.quarantined_nodeids(session, run.backend_id)
     verdicts: list[TriageVerdict] = []
     for t in triaged:
         failure, verdict = t.failure, t.verdict
@@ -271,6 +295,7 @@ def conclude(
         failure.triage_reason = verdict.reason
         failure.needs_isolation = verdict.needs_isolation
         failure.isolate_against_run_id = verdict.isolate_against_run_id
+        failure.quarantined = failure.nodeid in held
         verdicts.append(verdict)
         session.add(failure)
         note(
@@ -279,7 +304,9 @@ def conclude(
         )
     session.flush()
 
-    touched = record_occurrences(session, run, [f for f, _ in pairs])
+    # A quarantined test's failure is kept and shown, but opens and feeds no breakage (its
+    # fingerprint still counts as seen below: its breakage is not "fixed" by it either).
+    touched = record_occurrences(session, run, [f for f, _ in pairs if not f.quarantined])
     built = build is not None and build.status is StepStatus.PASSED
     observed = {Stage.BUILD.value} if built else set()
     if tests is not None and tests.step.status is not StepStatus.ERRORED:
@@ -297,8 +324,10 @@ def conclude(
         repo=settings.upstream_repo, min_score=settings.culprit_min_score,
     )
 
-    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
-    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does), nor
+    # does a quarantined one.
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True)
+            if f.nodeid not in flaky and not f.quarantined]
     if not real:
         state = RunState.PASSED
     elif all(v.category is Category.INFRA for v in real) or (
@@ -307,8 +336,11 @@ def conclude(
         state = RunState.ERRORED
     else:
         state = RunState.FAILED
-    judged = judge_run(verdicts, passed=state is RunState.PASSED)
-    run.verdict, run.verdict_subtype, run.verdict_reason = (
-        judged.verdict, judged.subtype, judged.reason)
+    counted = [v for (f, _), v in zip(pairs, verdicts, strict=True) if not f.quarantined]
+    judged = judge_run(counted, passed=state is RunState.PASSED)
+    ignored = sum(1 for f, _ in pairs if f.quarantined)
+    reason = judged.reason + (f"; {ignored} quarantined failure{'s' if ignored != 1 else ''} "
+                              "not counted" if ignored else "")
+    run.verdict, run.verdict_subtype, run.verdict_reason = judged.verdict, judged.subtype, reason
     note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
     return state
