@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import Page
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -35,14 +36,14 @@ def people(tmp_path: Path) -> Iterator[tuple[LiveServer, dict[str, str]]]:
     engine.dispose()
 
 
-def log_in(page, live: LiveServer, token: str) -> None:  # type: ignore[no-untyped-def]
+def log_in(page: Page, live: LiveServer, token: str) -> None:
     page.goto(live.url + "/login")
     page.fill("input[name=token]", token)
     page.click("form.login button[type=submit]")
 
 
 def test_a_triager_logs_in_quarantines_from_the_page_and_it_is_audited(
-    people: tuple[LiveServer, dict[str, str]], page,  # type: ignore[no-untyped-def]
+    people: tuple[LiveServer, dict[str, str]], page: Page,
 ) -> None:
     live, tokens = people
     log_in(page, live, tokens["triager"])
@@ -70,7 +71,7 @@ def test_a_triager_logs_in_quarantines_from_the_page_and_it_is_audited(
 
 
 def test_a_viewer_is_refused_the_write_with_403(
-    people: tuple[LiveServer, dict[str, str]], page,  # type: ignore[no-untyped-def]
+    people: tuple[LiveServer, dict[str, str]], page: Page,
 ) -> None:
     live, tokens = people
     log_in(page, live, tokens["viewer"])
@@ -86,7 +87,7 @@ def test_a_viewer_is_refused_the_write_with_403(
 
 
 def test_a_post_without_the_csrf_token_is_refused(
-    people: tuple[LiveServer, dict[str, str]], page,  # type: ignore[no-untyped-def]
+    people: tuple[LiveServer, dict[str, str]], page: Page,
 ) -> None:
     live, tokens = people
     log_in(page, live, tokens["triager"])
@@ -109,7 +110,7 @@ def test_a_post_without_the_csrf_token_is_refused(
 
 
 def test_a_bad_token_gets_the_form_again_with_one_line(
-    people: tuple[LiveServer, dict[str, str]], page,  # type: ignore[no-untyped-def]
+    people: tuple[LiveServer, dict[str, str]], page: Page,
 ) -> None:
     live, _ = people
     log_in(page, live, "ootci_not-a-token")
