@@ -192,6 +192,13 @@ class Settings(BaseSettings):
         0.1, ge=0, le=1, description="A flaky test (it both passed and failed on the same "
         "backend and torch, or passed on rerun) is quarantined automatically from this rate; "
         "1 turns automatic quarantine off.")
+    smtp_url: SecretStr = Field(
+        SecretStr(""), description="Where notification emails go: smtp://[user:password@]host"
+        "[:port] (STARTTLS when the server offers it) or smtps://...; empty: email "
+        "subscriptions wait in the outbox.")
+    smtp_from: str = Field("ootci@localhost", description="The From: of notification emails.")
+    notify_digest_hour: int = Field(7, ge=0, le=23, description="The UTC hour daily "
+                                    "email digests are sent at.")
     flaky_release_after: int = Field(10, ge=1, description="A quarantined test leaves "
                                      "quarantine after this many clean runs in a row.")
     api_allow_any_torch_spec: bool = Field(

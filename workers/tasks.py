@@ -25,6 +25,7 @@ from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
 from service.github.reporter import drain_with_settings
 from service.models import Run, RunState
+from service.notify.drain import drain as drain_notify
 from workers.celery_app import app
 from workers.jobs.nightly import plan_nightly
 from workers.jobs.pin_reports import make_weekly_reports
@@ -102,6 +103,7 @@ def execute(self: Task, run_id: int) -> str | None:
         # What the run queued for GitHub (an analysis, a refreshed PR comment) goes out
         # now rather than at the next periodic drain.
         drain_outbox.apply_async()
+        drain_notifications.apply_async()
     return state
 
 
@@ -169,6 +171,13 @@ def drain_outbox() -> dict[str, Any]:
     if result.errors:
         log.warning("outbox: %s", "; ".join(result.errors[:3]))
     return asdict(result)
+
+
+@app.task(name="ootci.notify.drain")  # type: ignore[untyped-decorator]
+def drain_notifications() -> dict[str, Any]:
+    """Send the due notifications (webhooks, email, chat, the daily digests); a receiver
+    that is down gets its message later, with a backoff."""
+    return asdict(drain_notify(session_factory(_engine()), get_settings()))
 
 
 @app.task(name="ootci.pr.check_waiting")  # type: ignore[untyped-decorator]

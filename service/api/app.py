@@ -27,6 +27,7 @@ from service.api import (
     health,
     matrix,
     metrics,
+    notifications,
     pages,
     pins,
     runs,
@@ -66,7 +67,7 @@ def create_app(
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
     recorder = app.state.delivery_recorder = DeliveryRecorder(engine)
     for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics, conformance,
-                   audit, flaky):
+                   audit, flaky, notifications):
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)

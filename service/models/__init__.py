@@ -12,6 +12,7 @@ from service.models.pin_report import PinReport
 from service.models.quarantine import Quarantine
 from service.models.run import Failure, IllegalTransition, Run, Step, TestResult
 from service.models.shard import ShardState, TestShard
+from service.models.subscription import Subscription
 from service.models.token import ApiToken
 from service.models.torch_build import SourceKind, TorchBuild
 from service.models.webhook import WebhookDelivery
@@ -41,6 +42,7 @@ __all__ = [
     "Step",
     "StepName",
     "StepStatus",
+    "Subscription",
     "TestResult",
     "TestShard",
     "TorchBuild",

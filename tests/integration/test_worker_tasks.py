@@ -202,6 +202,7 @@ def test_beat_schedule_comes_from_settings_and_every_entry_expires() -> None:
         "ootci.sweep.stale",
         "ootci.pr.check_waiting",
         "ootci.github.drain_outbox",
+        "ootci.notify.drain",
     }
     nightly = schedule["nightly-matrix"]["schedule"]
     assert isinstance(nightly, crontab)
@@ -232,6 +233,7 @@ def test_celery_app_is_configured_for_at_least_once_delivery() -> None:
         "ootci.sweep.stale",
         "ootci.pr.check_waiting",
         "ootci.github.drain_outbox",
+        "ootci.notify.drain",
     } <= set(app.tasks)
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.commands import culprits, flaky
 from service.commands.breakages import record_occurrences, resolve_fixed
+from service.commands.notifications import breakage_subject, notify
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import (
@@ -26,10 +27,12 @@ from service.domain.classify import (
     classify_test_failure,
 )
 from service.domain.consequences import StepFailure, fold
+from service.domain.notify import Event
 from service.domain.triage import IsolationResult, TriageEvidence, judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
     Backend,
+    Breakage,
     Failure,
     Outcome,
     Run,
@@ -316,6 +319,7 @@ def conclude(
     )
     for b in resolved:
         note(f"resolved breakage {b.id}: {b.title}\n")
+    _tell_subscribers(session, run, touched, resolved, settings)
     # The upstream loop: new breakages get their regression range (and an analysis of it
     # queued), reported ones get their PR's comment refreshed; GitHub is reached later,
     # from the outbox, never inside the run's transaction.
@@ -343,4 +347,31 @@ def conclude(
                               "not counted" if ignored else "")
     run.verdict, run.verdict_subtype, run.verdict_reason = judged.verdict, judged.subtype, reason
     note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    if state is RunState.ERRORED:
+        notify_run_errored(session, run, run.verdict_reason or "", settings)
     return state
+
+
+def _tell_subscribers(
+    session: Session, run: Run, touched: list[Breakage], resolved: list[Breakage],
+    settings: Settings,
+) -> None:
+    """New and resolved breakages, to the backend's subscribers (through the outbox)."""
+    base = settings.public_url.rstrip("/")
+    for event, found in ((Event.NEW_BREAKAGE, [b for b in touched
+                                               if b.first_seen_run_id == run.id]),
+                         (Event.RESOLVED, resolved)):
+        for b in found:
+            notify(session, run.backend_id, event, breakage_subject(b),
+                   key=f"breakage:{b.id}:{b.first_seen_run_id}",
+                   url=f"{base}/breakages/{b.id}" if base else None,
+                   digest_hour=settings.notify_digest_hour)
+
+
+def notify_run_errored(session: Session, run: Run, error: str, settings: Settings) -> None:
+    base = settings.public_url.rstrip("/")
+    notify(session, run.backend_id, Event.RUN_ERRORED,
+           {"id": run.id, "torch": run.torch_spec, "error": error.splitlines()[0][:300]
+            if error else ""},
+           key=f"run:{run.id}", url=f"{base}/runs/{run.id}" if base else None,
+           digest_hour=settings.notify_digest_hour)

@@ -111,3 +111,19 @@ def test_bad_token_input_is_one_clear_422_and_nothing_is_written(
     with session_scope(engine) as s:
         assert s.scalar(select(func.count()).select_from(ApiToken)) == 0
         assert s.scalar(select(func.count()).select_from(AuditEntry)) == 0
+
+
+def test_subscriptions_need_a_triager_and_never_list_the_secret(client: TestClient,
+                                                                 engine: Engine) -> None:
+    body = {"backend": "acme", "events": "new-breakage", "channel": "webhook",
+            "target": "https://hooks.example/x"}
+    viewer = made(engine, "vic", "viewer")
+    assert client.post("/api/subscriptions", json=body, headers=bearer(viewer)).status_code == 403
+    triager = made(engine, "tri", "triager")
+    resp = client.post("/api/subscriptions", json=body, headers=bearer(triager))
+    assert resp.status_code == 201 and resp.json()["secret"]
+    assert resp.json()["secret"] not in client.get("/api/subscriptions").text
+    bad = client.post("/api/subscriptions", json={**body, "backend": "nope"},
+                      headers=bearer(triager))
+    assert bad.status_code == 422 and bad.json()["detail"] == "backend 'nope' is not registered"
+    assert ("token:tri", "notify.add", "subscription:1") in audit_rows(engine)

@@ -75,3 +75,35 @@ def test_flaky_quarantine_and_release_by_hand(tmp_path: Path) -> None:
         assert s.scalar(select(func.count()).select_from(Quarantine)) == 0
         assert [e.action for e in s.scalars(select(AuditEntry).order_by(AuditEntry.id))] == [
             "flaky.quarantine", "flaky.release"]
+
+
+def test_notify_add_list_remove_and_bad_input(tmp_path: Path) -> None:
+    assert ootci(tmp_path, "token", "list").returncode == 0  # migrates the database
+    engine = engine_of(tmp_path)
+    with session_scope(engine) as s:
+        make_backend(s, "acme")
+    for args, says in (
+        (("nope", "--event", "resolved", "--chat", "https://c.example/h"),
+         "backend 'nope' is not registered"),
+        (("acme", "--event", "resolved,boom", "--chat", "https://c.example/h"),
+         "unknown event 'boom'"),
+        (("acme", "--event", "resolved", "--webhook", "ftp://x"), "not an http(s) URL"),
+        (("acme", "--event", "resolved", "--chat", "https://c.example/h", "--digest", "daily"),
+         "--digest daily is for --email"),
+        (("acme", "--event", "resolved"), "give one receiver"),
+    ):
+        bad = ootci(tmp_path, "notify", "add", *args)
+        assert bad.returncode == 2 and says in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+    with session_scope(engine) as s:
+        assert s.scalar(select(func.count()).select_from(AuditEntry)) == 0
+    made = ootci(tmp_path, "notify", "add", "acme", "--event", "new-breakage,resolved",
+                 "--webhook", "https://hooks.acme.example/ootci")
+    assert made.returncode == 0, made.stderr
+    assert "subscription 1" in made.stdout and "secret (shown once): " in made.stdout
+    secret = made.stdout.split("secret (shown once): ")[1].strip()
+    listed = ootci(tmp_path, "notify", "list")
+    assert "hooks.acme.example" in listed.stdout and secret not in listed.stdout
+    assert ootci(tmp_path, "notify", "remove", "1").returncode == 0
+    gone = ootci(tmp_path, "notify", "remove", "1")
+    assert gone.returncode == 2 and "no subscription 1" in gone.stderr

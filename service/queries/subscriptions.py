@@ -1,0 +1,32 @@
+"""Subscriptions as listed (never their secrets) and what their notifications became."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.models import Backend, Subscription
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    id: int
+    backend: str
+    events: list[str]
+    channel: str
+    target: str
+    digest: bool
+    created_by: str
+    created_at: dt.datetime
+
+
+def subscriptions(session: Session, backend: str | None = None) -> list[SubscriptionRow]:
+    stmt = (select(Subscription, Backend.name).join(Backend, Backend.id == Subscription.backend_id)
+            .order_by(Subscription.id))
+    if backend:
+        stmt = stmt.where(Backend.name == backend)
+    return [SubscriptionRow(s.id, name, list(s.events), s.channel, s.target, s.digest,
+                            s.created_by, s.created_at) for s, name in session.execute(stmt)]
