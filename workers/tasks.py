@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 from service.commands.runs import plan_rerun, stale_run_ids
 from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
+from service.github.client import GitHubClient
 from service.github.reporter import drain_with_settings
+from service.github.vendor_status import drain as drain_vendor_statuses
 from service.models import Run, RunState
 from service.notify.drain import drain as drain_notify
 from workers.celery_app import app
@@ -177,7 +179,12 @@ def drain_outbox() -> dict[str, Any]:
 def drain_notifications() -> dict[str, Any]:
     """Send the due notifications (webhooks, email, chat, the daily digests); a receiver
     that is down gets its message later, with a backoff."""
-    return asdict(drain_notify(session_factory(_engine()), get_settings()))
+    settings = get_settings()
+    sessions = session_factory(_engine())
+    sent = asdict(drain_notify(sessions, settings))
+    vendor = drain_vendor_statuses(sessions, GitHubClient.from_settings(settings),
+                                   can_write=bool(settings.github_token.get_secret_value()))
+    return {**sent, "vendor_statuses": asdict(vendor)}
 
 
 @app.task(name="ootci.pr.check_waiting")  # type: ignore[untyped-decorator]

@@ -94,15 +94,21 @@ def remove(subscription: Annotated[int, typer.Argument(help="A subscription's id
 @notify_app.command("drain")
 @database_outage_exits_2
 def drain() -> None:
-    """Send the due notifications now (the worker does every two minutes)."""
+    """Send the due notifications and vendor commit statuses now (the worker does every
+    two minutes)."""
     from sqlalchemy.orm import Session
 
+    from service.github.client import GitHubClient
+    from service.github.vendor_status import drain as drain_vendor_statuses
     from service.notify.drain import drain as send
 
     settings = load_settings()
     engine = migrated_engine(settings)
     result = send(lambda: Session(engine), settings)
-    out.print(f"sent {result.sent}, retried {result.retried}, failed {result.failed}",
-              highlight=False)
-    for error in result.errors[-5:]:
+    vendor = drain_vendor_statuses(lambda: Session(engine), GitHubClient.from_settings(settings),
+                                   can_write=bool(settings.github_token.get_secret_value()))
+    out.print(f"sent {result.sent}, retried {result.retried}, failed {result.failed}; "
+              f"vendor commit statuses: sent {vendor.sent}, retried {vendor.retried}, "
+              f"failed {vendor.failed}", highlight=False)
+    for error in [*result.errors, *vendor.errors][-5:]:
         out.print(f"  {escape(error)}", highlight=False)

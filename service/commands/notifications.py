@@ -108,3 +108,23 @@ def notify_culprit_confirmed(
                "sha": sha, "pr": culprit.get("pr"), "score": culprit.get("score")}
     return notify(session, breakage.backend_id, Event.CULPRIT_CONFIRMED, subject,
                   key=f"breakage:{breakage.id}:{sha}", url=url)
+
+
+def vendor_status(
+    session: Session, run: Any, state: str, description: str, *, upstream_repo: str,
+    url: str | None = None,
+) -> bool:
+    """A commit status on the vendor's own commit, for a run a push to a registered
+    backend's repository made (the webhook's ``repo`` and ``sha``; not upstream's pushes).
+    One context per torch target; a newer state supersedes an unsent older one."""
+    info = run.trigger_info or {}
+    repo, sha = info.get("repo"), info.get("sha")
+    if run.trigger != "webhook" or not repo or not sha or sha != run.backend_sha \
+            or str(repo).lower() == upstream_repo.lower():
+        return False
+    context = f"ootci/{run.torch_spec}"[:100]
+    return enqueue(
+        session, kind=OutboxKind.VENDOR_STATUS, target=f"{repo}@{sha}:{context}"[:300],
+        dedupe_key=f"vendor-status:{run.id}:{state}"[:128],
+        payload={"repo": repo, "sha": sha, "state": state, "context": context,
+                 "description": description[:140], "target_url": url, "run_id": run.id})

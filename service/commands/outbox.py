@@ -65,9 +65,11 @@ def enqueue(
     return True
 
 
-# Notifications share the table and its retries but have their own drain (service/notify/):
-# GitHub's drain, which asks for its due messages without naming kinds, never sees them.
+# Notifications and vendor statuses share the table and its retries but have drains of
+# their own (service/notify/, service/github/vendor_status.py): the report drain
+# (reporter.py), which asks for due messages without naming kinds, never sees them.
 NOTIFY_KINDS = frozenset({OutboxKind.NOTIFY, OutboxKind.NOTIFY_DIGEST})
+OWN_DRAIN_KINDS = NOTIFY_KINDS | {OutboxKind.VENDOR_STATUS}
 
 
 def due(
@@ -76,12 +78,12 @@ def due(
 ) -> list[OutboxMessage]:
     """Pending messages whose time has come, oldest first, locked against other drains
     on Postgres (a second drain skips them instead of sending them twice). ``kinds``:
-    only those; by default every kind but the notifications."""
+    only those; by default every kind but ``OWN_DRAIN_KINDS``."""
     query = (
         select(OutboxMessage)
         .where(OutboxMessage.state == OutboxState.PENDING, OutboxMessage.due_at <= (now or utcnow()),
                OutboxMessage.kind.in_(kinds) if kinds is not None
-               else OutboxMessage.kind.not_in(NOTIFY_KINDS))
+               else OutboxMessage.kind.not_in(OWN_DRAIN_KINDS))
         .order_by(OutboxMessage.id)
         .limit(limit)
     )

@@ -33,6 +33,8 @@ class OutboxKind(enum.StrEnum):
     NOTIFY = "notify"
     # One event for a daily email digest: due at the digest hour, sent grouped.
     NOTIFY_DIGEST = "notify-digest"
+    # A commit status on a vendor's own pushed commit (service/github/vendor_status.py).
+    VENDOR_STATUS = "vendor-status"
 
 
 class OutboxState(enum.StrEnum):

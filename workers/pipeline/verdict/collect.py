@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from service.commands import culprits, flaky
 from service.commands.breakages import record_occurrences, resolve_fixed
-from service.commands.notifications import breakage_subject, notify
+from service.commands.notifications import breakage_subject, notify, vendor_status
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import (
@@ -349,7 +349,23 @@ def conclude(
     note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
     if state is RunState.ERRORED:
         notify_run_errored(session, run, run.verdict_reason or "", settings)
+    else:
+        tell_vendor(session, run, state, run.verdict_reason or state.value, settings)
     return state
+
+
+# A run's end as the vendor's commit status says it.
+_STATUS_OF = {RunState.PASSED: "success", RunState.FAILED: "failure", RunState.ERRORED: "error"}
+
+
+def tell_vendor(
+    session: Session, run: Run, state: RunState, description: str, settings: Settings
+) -> None:
+    """The commit status on the vendor's pushed commit (a push-triggered run only)."""
+    base = settings.public_url.rstrip("/")
+    vendor_status(session, run, _STATUS_OF.get(state, "error"), description,
+                  upstream_repo=settings.watched_upstream_repo,
+                  url=f"{base}/runs/{run.id}" if base else None)
 
 
 def _tell_subscribers(
@@ -375,3 +391,5 @@ def notify_run_errored(session: Session, run: Run, error: str, settings: Setting
             if error else ""},
            key=f"run:{run.id}", url=f"{base}/runs/{run.id}" if base else None,
            digest_hour=settings.notify_digest_hour)
+    tell_vendor(session, run, RunState.ERRORED, error.splitlines()[0] if error else "errored",
+                settings)
