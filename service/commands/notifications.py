@@ -19,7 +19,14 @@ from sqlalchemy.orm import Session
 
 from service.commands.audit import audit
 from service.commands.outbox import enqueue
-from service.domain.notify import Channel, Event, NotifyInputError, check_target, parse_events
+from service.domain.notify import (
+    Channel,
+    Event,
+    NotifyInputError,
+    check_target,
+    parse_events,
+    shown,
+)
 from service.models import Backend, Breakage, OutboxKind, OutboxMessage, Subscription, utcnow
 
 
@@ -48,8 +55,8 @@ def add_subscription(
     session.add(sub)
     session.flush()
     audit(session, actor, "notify.add", f"subscription:{sub.id}",
-          {"backend": backend, "events": sub.events, "channel": kind.value, "target": target,
-           "digest": digest})
+          {"backend": backend, "events": sub.events, "channel": kind.value,
+           "target": shown(kind.value, target), "digest": digest})
     return NewSubscription(sub.id, secret)
 
 
@@ -59,7 +66,7 @@ def remove_subscription(session: Session, subscription_id: int, *, actor: str) -
         raise NotifyInputError(f"no subscription {subscription_id}")
     session.delete(sub)
     audit(session, actor, "notify.remove", f"subscription:{subscription_id}",
-          {"channel": sub.channel, "target": sub.target})
+          {"channel": sub.channel, "target": shown(sub.channel, sub.target)})
 
 
 def next_digest(now: dt.datetime, hour: int) -> dt.datetime:

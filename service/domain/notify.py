@@ -60,6 +60,16 @@ def check_target(channel: Channel, target: str, *, digest: bool) -> None:
         raise NotifyInputError("--digest daily is for --email; webhooks and chat get each event")
 
 
+def shown(channel: str, target: str) -> str:
+    """A receiver as lists and the audit log show it: an address whole, a URL only to its
+    host, because incoming-webhook URLs (Slack's, Teams') are credentials themselves."""
+    if channel == Channel.EMAIL:
+        return target
+    scheme, _, rest = target.partition("://")
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    return f"{scheme}://{host}/…" if "/" in rest.strip("/") else f"{scheme}://{host}"
+
+
 def sign(secret: str, body: bytes) -> str:
     """The X-Ootci-Signature header: the body's HMAC-SHA256 under the subscription's secret."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.domain.notify import shown
 from service.models import Backend, Subscription
 
 
@@ -17,7 +18,7 @@ class SubscriptionRow:
     backend: str
     events: list[str]
     channel: str
-    target: str
+    target: str  # a URL only to its host (service.domain.notify.shown)
     digest: bool
     created_by: str
     created_at: dt.datetime
@@ -28,5 +29,6 @@ def subscriptions(session: Session, backend: str | None = None) -> list[Subscrip
             .order_by(Subscription.id))
     if backend:
         stmt = stmt.where(Backend.name == backend)
-    return [SubscriptionRow(s.id, name, list(s.events), s.channel, s.target, s.digest,
+    return [SubscriptionRow(s.id, name, list(s.events), s.channel, shown(s.channel, s.target),
+                            s.digest,
                             s.created_by, s.created_at) for s, name in session.execute(stmt)]

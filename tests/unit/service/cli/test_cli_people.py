@@ -104,6 +104,7 @@ def test_notify_add_list_remove_and_bad_input(tmp_path: Path) -> None:
     secret = made.stdout.split("secret (shown once): ")[1].strip()
     listed = ootci(tmp_path, "notify", "list")
     assert "hooks.acme.example" in listed.stdout and secret not in listed.stdout
+    assert "/ootci" not in listed.stdout  # the URL's path may be a credential
     assert ootci(tmp_path, "notify", "remove", "1").returncode == 0
     gone = ootci(tmp_path, "notify", "remove", "1")
     assert gone.returncode == 2 and "no subscription 1" in gone.stderr

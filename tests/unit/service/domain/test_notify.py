@@ -12,6 +12,7 @@ from service.domain.notify import (
     digest_text,
     headline,
     parse_events,
+    shown,
     sign,
 )
 
@@ -46,3 +47,9 @@ def test_headlines_and_digest() -> None:
     subject, text = digest_text([p, {**p, "event": "resolved"}])
     assert subject == "ootci daily digest: 2 events (acme)"
     assert "[acme] breakage 4 resolved: sig" in text
+
+
+def test_lists_show_a_webhook_url_only_to_its_host() -> None:
+    assert shown("chat", "https://hooks.slack.com/services/T0/B0/XXXX") == "https://hooks.slack.com/…"
+    assert shown("webhook", "https://user:pw@h.example/") == "https://h.example"
+    assert shown("email", "ci@acme.example") == "ci@acme.example"
