@@ -206,3 +206,24 @@ def test_a_breakage_opened_and_resolved_by_runs_notifies_and_github_never_sees_i
         assert breakage_url.startswith("https://ootci.example/breakages/")
         # GitHub's drain asks for due messages without naming kinds: never these.
         assert all(m.kind not in ("notify", "notify-digest") for m in outbox.due(s))
+
+
+def test_an_errored_run_notifies_run_errored_once(engine: Engine) -> None:
+    from service.domain.states import StepStatus
+    from tests.support.helpers import fixture_log
+    from workers.pipeline.steps.outcome import StepOutcome
+    from workers.pipeline.verdict.collect import collect
+
+    with session_scope(engine) as s:
+        b = make_backend(s, "acme")
+        add_subscription(s, "acme", "run-errored", "chat", "https://chat.example/h",
+                         actor="test")
+        run = make_finished_run(s, b, build_log=fixture_log("build_allocator_const.log"))
+        state = collect(s, run, StepOutcome(StepStatus.ERRORED, None, "the build timed out"),
+                        None, Settings(), lambda _t: None)
+        assert state.value == "errored"
+        run_id = run.id
+    with session_scope(engine) as s:
+        (told,) = s.scalars(select(OutboxMessage).where(OutboxMessage.kind == OutboxKind.NOTIFY))
+        assert told.payload["event"] == "run-errored"
+        assert told.payload["subject"]["id"] == run_id
