@@ -189,6 +189,28 @@ class Settings(BaseSettings):
 
     # The HTTP edge.
     api_token: SecretStr = SecretStr("")
+    # Issue #30: people and flaky tests.
+    session_secret: SecretStr = Field(
+        SecretStr(""),
+        description="Signs the dashboard's session cookies; empty: a random key per server "
+        "process (logins end when it restarts; set it when several processes serve).",
+    )
+    session_hours: int = Field(12, ge=1, le=24 * 30, description="A dashboard login lasts this long.")
+    flaky_window: int = Field(20, ge=2, le=500, description="Runs per backend a test's "
+                              "flakiness rate is computed over.")
+    flaky_quarantine_rate: float = Field(
+        0.1, ge=0, le=1, description="A flaky test (it both passed and failed on the same "
+        "backend and torch, or passed on rerun) is quarantined automatically from this rate; "
+        "1 turns automatic quarantine off.")
+    smtp_url: SecretStr = Field(
+        SecretStr(""), description="Where notification emails go: smtp://[user:password@]host"
+        "[:port] (STARTTLS when the server offers it) or smtps://...; empty: email "
+        "subscriptions wait in the outbox.")
+    smtp_from: str = Field("ootci@localhost", description="The From: of notification emails.")
+    notify_digest_hour: int = Field(7, ge=0, le=23, description="The UTC hour daily "
+                                    "email digests are sent at.")
+    flaky_release_after: int = Field(10, ge=1, description="A quarantined test leaves "
+                                     "quarantine after this many clean runs in a row.")
     api_allow_any_torch_spec: bool = Field(
         False,
         description="Let API and webhook callers ask for any torch spec (path:, wheel:, any "

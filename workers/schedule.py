@@ -74,4 +74,11 @@ def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
             "schedule": float(DRAIN_OUTBOX_EVERY_S),
             "options": {"expires": DRAIN_OUTBOX_EVERY_S},
         },
+        # Notifications that waited for a receiver, and the daily digests when their hour
+        # (OOTCI_NOTIFY_DIGEST_HOUR) has come: the digest job is this drain.
+        "drain-notifications": {
+            "task": "ootci.notify.drain",
+            "schedule": float(DRAIN_OUTBOX_EVERY_S),
+            "options": {"expires": DRAIN_OUTBOX_EVERY_S},
+        },
     }

@@ -25,7 +25,9 @@ from service.config import get_settings
 from service.db import get_engine, session_factory, session_scope
 from service.github.client import GitHubClient
 from service.github.reporter import drain_with_settings
+from service.github.vendor_status import drain as drain_vendor_statuses
 from service.models import Run, RunState
+from service.notify.drain import drain as drain_notify
 from workers.celery_app import app
 from workers.jobs.bisect import advance
 from workers.jobs.nightly import plan_nightly
@@ -109,6 +111,7 @@ def execute(self: Task, run_id: int) -> str | None:
         drain_outbox.apply_async()
         # A probe that finished moves its bisection on; a run that opened one starts it.
         advance_bisections.apply_async()
+        drain_notifications.apply_async()
     return state
 
 
@@ -208,6 +211,18 @@ def verify_culprits(breakage_id: int, red_run_id: int) -> list[dict[str, Any]]:
                            lambda run_id: execute_run(engine, settings, run_id, worker_id()))
     drain_with_settings(settings, session_factory(engine))
     return [{"sha": v.sha, **v.to_dict()} for v in done]
+
+
+@app.task(name="ootci.notify.drain")  # type: ignore[untyped-decorator]
+def drain_notifications() -> dict[str, Any]:
+    """Send the due notifications (webhooks, email, chat, the daily digests); a receiver
+    that is down gets its message later, with a backoff."""
+    settings = get_settings()
+    sessions = session_factory(_engine())
+    sent = asdict(drain_notify(sessions, settings))
+    vendor = drain_vendor_statuses(sessions, GitHubClient.from_settings(settings),
+                                   can_write=bool(settings.github_token.get_secret_value()))
+    return {**sent, "vendor_statuses": asdict(vendor)}
 
 
 @app.task(name="ootci.pr.check_waiting")  # type: ignore[untyped-decorator]

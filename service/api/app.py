@@ -20,17 +20,21 @@ from sqlalchemy import Engine
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from service.api import (
+    audit,
     backends,
     breakages,
     conformance,
+    flaky,
     health,
     matrix,
     metrics,
+    notifications,
     pages,
     pins,
     runs,
     webhooks,
 )
+from service.api.auth import new_session_key
 from service.api.delivery_log import DeliveryRecorder
 from service.api.deps import AppContext
 from service.api.guard import RequestGuard
@@ -63,11 +67,13 @@ def create_app(
     )
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
     recorder = app.state.delivery_recorder = DeliveryRecorder(engine)
-    for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics, conformance):
+    for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics, conformance,
+                   audit, flaky, notifications):
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)
-    app.add_middleware(RequestGuard, settings=settings)
+    app.add_middleware(RequestGuard, settings=settings, engine=engine)
+    app.state.session_key = new_session_key(settings)
     # Outermost but one: every answer gets the headers, the guard's 401/413 included; a
     # request for a host the operator does not serve is refused before anything else.
     app.add_middleware(SecurityHeaders)

@@ -4,9 +4,11 @@ operator's to name (``ootci backend add --path``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, status
+from fastapi import APIRouter, HTTPException, status
 
-from service.api.deps import ContextDep, SessionDep, require_token
+from service.api.auth import TriagerDep
+from service.api.deps import ContextDep, SessionDep
+from service.commands.audit import audit
 from service.commands.backends import BackendNameTaken, add_backend, remove_backend
 from service.documents import backend_list, backend_out
 from service.schemas import BackendOut, BackendRequest, Problem
@@ -19,7 +21,6 @@ from service.sources import (
 )
 
 router = APIRouter(prefix="/api/backends", tags=["backends"])
-API_ACTOR = "api"
 
 
 @router.get("", response_model=list[BackendOut], summary="The registered backends")
@@ -42,16 +43,16 @@ def show_backend(session: SessionDep, name: str) -> BackendOut:
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=BackendOut,
-    dependencies=[Depends(require_token)],
     responses={
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        403: {"model": Problem, "description": "The token's role is below triager"},
         409: {"model": Problem, "description": "The name is registered from another source"},
         422: {"model": Problem, "description": "Not a git URL, or the repository or ref "
               "cannot be read (nothing is registered)"},
     },
     summary="Register a backend from a git repository for the nightly and push rebuilds",
 )
-def register(session: SessionDep, ctx: ContextDep, body: BackendRequest) -> BackendOut:
+def register(session: SessionDep, ctx: ContextDep, body: BackendRequest, who: TriagerDep) -> BackendOut:
     if not is_git_url(body.git):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{without_userinfo(body.git)!r} is not a git URL")
     if body.subdir is not None and (problem := subdir_problem(body.subdir)) is not None:
@@ -62,10 +63,12 @@ def register(session: SessionDep, ctx: ContextDep, body: BackendRequest) -> Back
     except SourceUnreachable as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
     try:
-        add_backend(session, body.name, body.git, changed_by=API_ACTOR, ref=body.ref,
+        add_backend(session, body.name, body.git, changed_by=who.actor, ref=body.ref,
                     subdir=body.subdir, re_register=body.re_register)
     except BackendNameTaken as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    audit(session, who.actor, "backend.add", f"backend:{body.name}",
+          {"git": body.git, "ref": body.ref, "subdir": body.subdir})
     session.commit()
     found = backend_out(session, body.name)
     assert found is not None
@@ -75,14 +78,15 @@ def register(session: SessionDep, ctx: ContextDep, body: BackendRequest) -> Back
 @router.delete(
     "/{name}",
     status_code=status.HTTP_204_NO_CONTENT,
-    dependencies=[Depends(require_token)],
     responses={
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        403: {"model": Problem, "description": "The token's role is below triager"},
         404: {"model": Problem, "description": "Not registered"},
     },
     summary="Take a backend off the nightly and push rebuilds (its runs stay)",
 )
-def remove(session: SessionDep, name: str) -> None:
-    if not remove_backend(session, name, changed_by=API_ACTOR):
+def remove(session: SessionDep, name: str, who: TriagerDep) -> None:
+    if not remove_backend(session, name, changed_by=who.actor):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"backend {name!r} is not registered")
+    audit(session, who.actor, "backend.remove", f"backend:{name}")
     session.commit()

@@ -4,13 +4,11 @@ so tests build an app over any engine and dispatcher."""
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
@@ -39,32 +37,6 @@ def get_session(ctx: Annotated[AppContext, Depends(get_context)]) -> Iterator[Se
         yield session
     finally:
         session.close()
-
-
-_bearer = HTTPBearer(auto_error=False, description="OOTCI_API_TOKEN")
-
-
-def token_refusal(settings: Settings, given: str) -> str | None:
-    """Why ``given`` (a bearer token) does not authorise a write, or None when it does."""
-    expected = settings.api_token.get_secret_value()
-    # An unset token disables writes rather than allowing everyone.
-    if not expected:
-        return "writes are disabled: OOTCI_API_TOKEN is not set on the server"
-    if not hmac.compare_digest(given.encode(), expected.encode()):
-        return "a valid bearer token (OOTCI_API_TOKEN) is required"
-    return None
-
-
-def require_token(
-    ctx: Annotated[AppContext, Depends(get_context)],
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    given = credentials.credentials if credentials is not None else ""
-    refused = token_refusal(ctx.settings, given)
-    if refused is not None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED, detail=refused, headers={"WWW-Authenticate": "Bearer"}
-        )
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sqlalchemy import Engine
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.deps import token_refusal
+from service.api.auth import authenticate
 from service.api.webhooks import MAX_BODY as MAX_WEBHOOK_BODY
 from service.config import Settings
 
@@ -35,9 +37,11 @@ class BodyLimits:
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, *, settings: Settings, limits: BodyLimits = BodyLimits()):
+    def __init__(self, app: ASGIApp, *, settings: Settings, engine: Engine,
+                 limits: BodyLimits = BodyLimits()):
         self.app = app
         self.settings = settings
+        self.engine = engine
         self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -48,10 +52,15 @@ class RequestGuard:
         path: str = scope["path"]
         if path.startswith(API_PREFIX):
             scheme, _, given = headers.get("authorization", "").partition(" ")
-            refused = token_refusal(self.settings, given.strip() if scheme.lower() == "bearer" else "")
-            if refused is not None:
-                await _answer(send, 401, refused, {"www-authenticate": "Bearer"})
+            # Who it is, here; whether the role may, at the route (require_role): a
+            # viewer's token is a 403 there, an unknown one a 401 here.
+            identity = await run_in_threadpool(
+                authenticate, self.settings, self.engine,
+                given.strip() if scheme.lower() == "bearer" else "")
+            if identity is None:
+                await _answer(send, 401, _refusal(self.settings), {"www-authenticate": "Bearer"})
                 return
+            scope.setdefault("state", {})["ootci_identity"] = identity
         cap = self.limits.for_path(path)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
@@ -81,6 +90,13 @@ class RequestGuard:
                 await send(message)
 
         await self.app(scope, capped_receive, guarded_send)
+
+
+def _refusal(settings: Settings) -> str:
+    if settings.api_token.get_secret_value():
+        return "a valid bearer token is required (OOTCI_API_TOKEN, or one of `ootci token add`)"
+    return ("a valid bearer token is required: one of `ootci token add` "
+            "(OOTCI_API_TOKEN is not set on the server)")
 
 
 async def _answer(send: Send, code: int, detail: str, extra: dict[str, str] | None = None) -> None:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.api.deps import AppContext, ContextDep, SessionDep, require_token
+from service.api.auth import TriagerDep
+from service.api.deps import AppContext, ContextDep, SessionDep
 from service.api.logs import read_log, stream_log
 from service.api.params import Cursor, Limit, Offset, RunId, TextFilter
 from service.api.triggers import enqueue_committed
+from service.commands.audit import audit
 from service.commands.runs import create_run, plan_rerun
 from service.documents import run_detail, run_list
 from service.domain.admission import refusal
@@ -153,10 +155,10 @@ def step_log(
     "",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=RunCreated,
-    dependencies=[Depends(require_token)],
     responses={
         400: {"model": Problem, "description": "The body is not JSON"},
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        403: {"model": Problem, "description": "The token's role is below triager"},
         404: {"model": Problem, "description": "Unknown backend"},
         422: {
             "model": Problem,
@@ -168,7 +170,7 @@ def step_log(
     summary="Queue a run of a registered backend against a torch spec",
 )
 def trigger_run(
-    session: SessionDep, ctx: ContextDep, body: RunRequest, response: Response
+    session: SessionDep, ctx: ContextDep, body: RunRequest, response: Response, who: TriagerDep
 ) -> RunCreated:
     backend = session.scalar(select(Backend).where(Backend.name == body.backend))
     if backend is None:
@@ -178,6 +180,9 @@ def trigger_run(
         )
     _admit(ctx, session, body.torch)
     run = create_run(session, backend, body.torch, trigger="api", trigger_info={"via": "api"})
+    session.flush()
+    audit(session, who.actor, "run.trigger", f"run:{run.id}",
+          {"backend": body.backend, "torch": body.torch})
     session.commit()
     return _accepted(ctx, response, run)
 
@@ -212,16 +217,18 @@ def _accepted(ctx: AppContext, response: Response, run: Run) -> RunCreated:
     "/{run_id}/rerun",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=RunCreated,
-    dependencies=[Depends(require_token)],
     responses={
         401: {"model": Problem, "description": "Missing or wrong bearer token"},
+        403: {"model": Problem, "description": "The token's role is below triager"},
         404: {"model": Problem, "description": "No such run"},
         409: {"model": Problem, "description": "The run is unfinished or passed"},
         422: {"model": Problem, "description": "The run's torch spec is CLI-only"},
     },
     summary="Queue a rerun of a failed run's failed tests (the same pending rerun if asked again)",
 )
-def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: Response) -> RunCreated:
+def rerun_failed(
+    session: SessionDep, ctx: ContextDep, run_id: RunId, response: Response, who: TriagerDep
+) -> RunCreated:
     run = session.get(Run, run_id)
     if run is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"run {run_id} does not exist")
@@ -232,5 +239,6 @@ def rerun_failed(session: SessionDep, ctx: ContextDep, run_id: RunId, response: 
             status.HTTP_409_CONFLICT,
             f"run {run_id} is {run.state}: only a failed or errored run can be rerun",
         )
+    audit(session, who.actor, "run.rerun", f"run:{run_id}", {"rerun": new_id})
     session.commit()
     return _accepted(ctx, response, session.get_one(Run, new_id))

@@ -18,6 +18,8 @@ from jinja2 import pass_context
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
+from service.api.auth import session_identity
+
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
 TEMPLATE_DIR = DASHBOARDS / "templates"
 STATIC_DIR = DASHBOARDS / "static"
@@ -98,7 +100,16 @@ templates.env.filters.update(
     filesize=filesize,
     trusted_svg=trusted_svg,
 )
-templates.env.globals.update(test_url=test_url, run_url=run_url)
+def signed_in(request: Request) -> Any:
+    """The dashboard's logged-in identity (``service/api/auth.py``), or None; pages that
+    render no request (errors outside the app) show the login link."""
+    try:
+        return session_identity(request)
+    except AttributeError:  # an app without a session key (not made by create_app)
+        return None
+
+
+templates.env.globals.update(test_url=test_url, run_url=run_url, signed_in=signed_in)
 
 
 def render(

@@ -12,7 +12,18 @@ from typing import Annotated
 
 import typer
 
-from service.cli import backends, culprit, ops, pins, recipes, resume, runs
+from service.cli import (
+    backends,
+    culprit,
+    flaky,
+    notify,
+    ops,
+    pins,
+    recipes,
+    resume,
+    runs,
+    tokens,
+)
 from service.cli.bisect import bisect
 
 EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -78,6 +89,13 @@ app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci worker --concurr
 app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci beat"))(ops.beat)
 app.add_typer(pins.pins_app, name="pins")
 app.add_typer(backends.backend_app, name="backend")
+app.add_typer(tokens.token_app, name="token",
+              epilog=_example("ootci token add alice --role triager", "ootci token revoke alice"))
+app.add_typer(notify.notify_app, name="notify",
+              epilog=_example("ootci notify add acme --event new-breakage,resolved "
+                              "--email ci@acme.example --digest daily"))
+app.add_typer(flaky.flaky_app, name="flaky",
+              epilog=_example("ootci flaky quarantine acme tests/test_ops.py::test_add"))
 
 
 def main() -> None:

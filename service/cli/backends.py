@@ -37,6 +37,7 @@ def add(
     (--path): checked first (the URL answers and has the ref, the dir has an ootci.toml),
     nothing is written otherwise."""
     from service.cli.runs import cli_actor
+    from service.commands.audit import audit
     from service.commands.backends import BackendNameTaken, add_backend
     from service.db import session_scope
     from service.sources import SourceUnreachable, check_source, subdir_problem
@@ -60,6 +61,8 @@ def add(
         with session_scope(engine) as s:
             add_backend(s, name, source, changed_by=cli_actor(), ref=ref, subdir=subdir,
                         re_register=re_register)
+            audit(s, cli_actor(), "backend.add", f"backend:{name}",
+                  {"source": source, "ref": ref, "subdir": subdir})
     except BackendNameTaken as exc:
         die(str(exc))
     at = f" ({ref} is {sha[:12]})" if sha else ""
@@ -117,12 +120,15 @@ def show(
 def remove(name: Annotated[str, typer.Argument(help="A registered backend.")]) -> None:
     """Take NAME off the nightly and push rebuilds; its runs stay."""
     from service.cli.runs import cli_actor
+    from service.commands.audit import audit
     from service.commands.backends import remove_backend
     from service.db import session_scope
 
     engine = migrated_engine(load_settings())
     with session_scope(engine) as s:
         removed = remove_backend(s, name, changed_by=cli_actor())
+        if removed:
+            audit(s, cli_actor(), "backend.remove", f"backend:{name}")
     if not removed:
         die(f"backend {name!r} is not registered")
     out.print(f"removed {escape(name)}", highlight=False)

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands import bisections, outbox
+from service.commands.notifications import notify_culprit_confirmed
 from service.domain.regression import RegressionRange
 from service.domain.verification import VerifyState, is_confirmed
 from service.models import Breakage, OutboxKind, Run, utcnow
@@ -96,6 +97,10 @@ def store_suspects(
     breakage.culprits_note = note
     breakage.culprits_ranked_at = utcnow()
     request_pr_report(session, breakage, repo=repo, min_score=min_score)
+    # Until the culprit's verification lands (and calls it itself), a suspect confident
+    # enough to be reported is what subscribers hear as confirmed.
+    if reported_pr(breakage, min_score) is not None:
+        notify_culprit_confirmed(session, breakage, suspects[0])
 
 
 def reported_pr(breakage: Breakage, min_score: float) -> int | None:

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from service.commands.upsert import insert_or_ignore
-from service.models import OutboxMessage, OutboxState, utcnow
+from service.models import OutboxKind, OutboxMessage, OutboxState, utcnow
 
 # After a transient failure: 1, 2, 4, ... minutes, at most an hour apart.
 _BACKOFF_BASE_S = 60
@@ -65,12 +65,25 @@ def enqueue(
     return True
 
 
-def due(session: Session, *, now: dt.datetime | None = None, limit: int = 50) -> list[OutboxMessage]:
+# Notifications and vendor statuses share the table and its retries but have drains of
+# their own (service/notify/, service/github/vendor_status.py): the report drain
+# (reporter.py), which asks for due messages without naming kinds, never sees them.
+NOTIFY_KINDS = frozenset({OutboxKind.NOTIFY, OutboxKind.NOTIFY_DIGEST})
+OWN_DRAIN_KINDS = NOTIFY_KINDS | {OutboxKind.VENDOR_STATUS}
+
+
+def due(
+    session: Session, *, now: dt.datetime | None = None, limit: int = 50,
+    kinds: frozenset[str] | None = None,
+) -> list[OutboxMessage]:
     """Pending messages whose time has come, oldest first, locked against other drains
-    on Postgres (a second drain skips them instead of sending them twice)."""
+    on Postgres (a second drain skips them instead of sending them twice). ``kinds``:
+    only those; by default every kind but ``OWN_DRAIN_KINDS``."""
     query = (
         select(OutboxMessage)
-        .where(OutboxMessage.state == OutboxState.PENDING, OutboxMessage.due_at <= (now or utcnow()))
+        .where(OutboxMessage.state == OutboxState.PENDING, OutboxMessage.due_at <= (now or utcnow()),
+               OutboxMessage.kind.in_(kinds) if kinds is not None
+               else OutboxMessage.kind.not_in(OWN_DRAIN_KINDS))
         .order_by(OutboxMessage.id)
         .limit(limit)
     )

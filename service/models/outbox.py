@@ -30,6 +30,12 @@ class OutboxKind(enum.StrEnum):
     STATUS = "status"
     # The weekly pin bump: one branch and one open PR on the vendor's repository.
     PIN_BUMP = "pin-bump"
+    # A notification to one subscription (service/notify/, never GitHub's drain).
+    NOTIFY = "notify"
+    # One event for a daily email digest: due at the digest hour, sent grouped.
+    NOTIFY_DIGEST = "notify-digest"
+    # A commit status on a vendor's own pushed commit (service/github/vendor_status.py).
+    VENDOR_STATUS = "vendor-status"
 
 
 class OutboxState(enum.StrEnum):

@@ -269,6 +269,8 @@ class Failure(Base):
     # never did): an isolating run would decide, on the torch of this run when there is one
     # (the last the failure passed on).
     needs_isolation: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The test was quarantined (flaky) when it failed: shown apart, never a breakage or a red run.
+    quarantined: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     isolate_against_run_id: Mapped[int | None] = mapped_column(Integer)
     # What the isolating run found for it (``IsolationResult.to_dict``), kept so that
     # ``ootci reclassify`` replays the experiment's answer instead of losing it.

@@ -203,6 +203,7 @@ def test_beat_schedule_comes_from_settings_and_every_entry_expires() -> None:
         "ootci.pr.check_waiting",
         "ootci.github.drain_outbox",
         "ootci.bisect.advance",
+        "ootci.notify.drain",
     }
     nightly = schedule["nightly-matrix"]["schedule"]
     assert isinstance(nightly, crontab)
@@ -234,6 +235,7 @@ def test_celery_app_is_configured_for_at_least_once_delivery() -> None:
         "ootci.pr.check_waiting",
         "ootci.github.drain_outbox",
         "ootci.bisect.advance",
+        "ootci.notify.drain",
     } <= set(app.tasks)
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
+from service.commands.notifications import notify
 from service.commands.pin_reports import PinTarget, owe_bump_pr, store_report, week_of
 from service.config import Settings
 from service.db import session_scope
-from service.domain.pin_bump import recommend
+from service.domain.notify import Event
+from service.domain.pin_bump import BUMP, recommend
 from service.models import Backend, utcnow
 from service.queries.pin_reports import newest_green, open_breakages_since, pinned_build
 
@@ -98,5 +100,11 @@ def make_weekly_reports(
                 recommendation=recommendation,
             )
             owed = owe_bump_pr(session, report, backend, target) if target and target.repo else False
+            if report.action == BUMP and report.proposed_spec:
+                notify(session, backend.id, Event.PIN_BUMP,
+                       {"id": report.id, "to": report.proposed_spec, "from": pin_text,
+                        "title": report.reason},
+                       key=f"pin-report:{report.id}:{report.proposed_spec}",
+                       digest_hour=settings.notify_digest_hour)
             made.append(Made(backend.name, report.id, report.action, report.reason, owed))
     return made

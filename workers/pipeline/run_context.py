@@ -43,6 +43,7 @@ from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.logs.stream import LogStream
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.testrun.shards import ShardDispatch
+from workers.pipeline.verdict.collect import notify_run_errored
 
 log = logging.getLogger(__name__)
 
@@ -339,6 +340,8 @@ class RunContext:
             run.verdict_reason = error[:4000]
             if RunState(run.state) is RunState.RUNNING:
                 run.transition(state)
+                if state is RunState.ERRORED:
+                    notify_run_errored(s, run, error, self.settings)
 
         self.write(finish)
         return state

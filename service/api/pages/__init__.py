@@ -9,11 +9,24 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from service.api.pages import breakages, conformance, matrix, pins, runs, search, tests, trends
+from service.api.pages import (
+    audit,
+    breakages,
+    conformance,
+    flaky,
+    login,
+    matrix,
+    pins,
+    runs,
+    search,
+    tests,
+    trends,
+)
 from service.api.templates import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (matrix, runs, breakages, tests, trends, search, pins, conformance):
+for _module in (matrix, runs, breakages, tests, trends, search, pins, conformance, login, audit,
+                flaky):
     router.include_router(_module.router)
 
 

@@ -84,7 +84,8 @@ def run_page(
         {b.id: b for b in session.scalars(select(Breakage).where(Breakage.id.in_(breakage_ids)))}
         if breakage_ids else {}
     )
-    groups = group_failures(list(run.failures), breakages)
+    # Quarantined tests' failures are shown apart: they did not count for the verdict.
+    groups = group_failures([f for f in run.failures if not f.quarantined], breakages)
     counts = run_queries.outcome_counts(session, run.id)
     return render(request, "run.html", {
         "page_title": f"Run {run.id}",
@@ -96,6 +97,7 @@ def run_page(
             (b, [(f, evidence(f)) for f in fs[:FAILURES_PER_GROUP]], len(fs))
             for b, fs in groups
         ],
+        "quarantined": [(f, evidence(f)) for f in run.failures if f.quarantined],
         "counts": counts,
         "github_repo": ctx.settings.upstream_repo,
         "failed_tests": stages.failed_results(session, run.id, limit=FAILED_TESTS_SHOWN),

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy.orm import Session
 
-from service.commands import culprits
+from service.commands import culprits, flaky
 from service.commands.breakages import record_occurrences, resolve_fixed
+from service.commands.notifications import breakage_subject, notify, vendor_status
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import (
@@ -27,10 +28,12 @@ from service.domain.classify import (
 )
 from service.domain.consequences import StepFailure, fold
 from service.domain.experiments import EXPERIMENTS
+from service.domain.notify import Event
 from service.domain.triage import IsolationResult, TriageEvidence, judge_run, triage
 from service.domain.verdict import Category, Finding, Stage, TriageVerdict
 from service.models import (
     Backend,
+    Breakage,
     Failure,
     Outcome,
     Run,
@@ -40,6 +43,7 @@ from service.models import (
     StepStatus,
     TorchBuild,
 )
+from service.queries import flaky as flaky_queries
 from service.queries.baseline import history_for
 from service.queries.conformance import previously_working
 from service.queries.regression import range_for
@@ -249,7 +253,25 @@ def collect(
     """Classify, triage and group the run's failures; return the state the run ends in
     (no isolating run: ``ootci reclassify``'s replay)."""
     triaged = triage_failures(session, run, build, tests, provision=provision)
-    return conclude(session, run, triaged, build, tests, settings, note)
+    return conclude(session, run, triaged, build, tests, settings, note, update_quarantine=False)
+
+
+def _quarantine(
+    session: Session, run: Run, tests: TestRunOutcome | None, settings: Settings
+) -> set[str]:
+    """Move the backend's quarantine by this run's tests (in, by the flakiness rate over
+    the last OOTCI_FLAKY_WINDOW runs; out, after OOTCI_FLAKY_RELEASE_AFTER clean runs) and
+    return what is quarantined now: a test quarantined by this very run does not fail it."""
+    outcomes = {r.nodeid: r.outcome for r in (tests.results if tests else ())}
+    failing = [n for n, o in outcomes.items() if o in Outcome.CLASSIFIED]
+    measured = flaky_queries.stats(
+        session, flaky_queries.window(session, run.backend_id, settings.flaky_window, upto=run.id),
+        failing) if failing else {}
+    flaky.after_run(session, session.get_one(Backend, run.backend_id), outcomes, measured,
+                    threshold=settings.flaky_quarantine_rate,
+                    release_after=settings.flaky_release_after)
+    session.flush()
+    return flaky_queries.quarantined_nodeids(session, run.backend_id)
 
 
 def conclude(
@@ -260,11 +282,18 @@ def conclude(
     tests: TestRunOutcome | None,
     settings: Settings,
     note: Callable[[str], None],
+    *,
+    update_quarantine: bool = True,
 ) -> RunState:
     """Store the triaged failures, group them into breakages and return the state the run
-    ends in (its verdict set)."""
+    ends in (its verdict set). ``update_quarantine``: this run's tests move the quarantine
+    (a replay, ``ootci reclassify``, only reads it; so does an experiment about a
+    breakage, ``service/domain/experiments.py``: a partial suite on another torch)."""
+    experiment = run.trigger in EXPERIMENTS
     pairs = [(t.failure, t.finding) for t in triaged]
     flaky = {r.nodeid for r in (tests.results if tests else ()) if r.outcome == Outcome.FLAKY}
+    held = _quarantine(session, run, tests, settings) if update_quarantine and not experiment \
+        else flaky_queries.quarantined_nodeids(session, run.backend_id)
     verdicts: list[TriageVerdict] = []
     for t in triaged:
         failure, verdict = t.failure, t.verdict
@@ -272,6 +301,7 @@ def conclude(
         failure.triage_reason = verdict.reason
         failure.needs_isolation = verdict.needs_isolation
         failure.isolate_against_run_id = verdict.isolate_against_run_id
+        failure.quarantined = failure.nodeid in held
         isolation = t.evidence.isolation
         failure.isolation = isolation.to_dict() if isolation is not None else None
         verdicts.append(verdict)
@@ -282,11 +312,13 @@ def conclude(
         )
     session.flush()
 
-    if run.trigger not in EXPERIMENTS:
-        _group(session, run, pairs, build, tests, settings, note)
+    if not experiment:
+        _group(session, run, pairs, build, settings, note, tests)
 
-    # A test that passed on rerun does not fail the run (a flake nothing cleared does).
-    real = [v for (f, _), v in zip(pairs, verdicts, strict=True) if f.nodeid not in flaky]
+    # A test that passed on rerun does not fail the run (a flake nothing cleared does), nor
+    # does a quarantined one.
+    real = [v for (f, _), v in zip(pairs, verdicts, strict=True)
+            if f.nodeid not in flaky and not f.quarantined]
     if not real:
         state = RunState.PASSED
     elif all(v.category is Category.INFRA for v in real) or (
@@ -295,10 +327,19 @@ def conclude(
         state = RunState.ERRORED
     else:
         state = RunState.FAILED
-    judged = judge_run(verdicts, passed=state is RunState.PASSED)
-    run.verdict, run.verdict_subtype, run.verdict_reason = (
-        judged.verdict, judged.subtype, judged.reason)
+    counted = [v for (f, _), v in zip(pairs, verdicts, strict=True) if not f.quarantined]
+    judged = judge_run(counted, passed=state is RunState.PASSED)
+    ignored = sum(1 for f, _ in pairs if f.quarantined)
+    reason = judged.reason + (f"; {ignored} quarantined failure{'s' if ignored != 1 else ''} "
+                              "not counted" if ignored else "")
+    run.verdict, run.verdict_subtype, run.verdict_reason = judged.verdict, judged.subtype, reason
     note(f"run {run.id}: {state.value}; verdict {run.verdict or '-'}\n")
+    if experiment:
+        return state  # its job reads it; nobody is told about an experiment's end
+    if state is RunState.ERRORED:
+        notify_run_errored(session, run, run.verdict_reason or "", settings)
+    else:
+        tell_vendor(session, run, state, run.verdict_reason or state.value, settings)
     return state
 
 
@@ -307,16 +348,19 @@ def _group(
     run: Run,
     pairs: list[tuple[Failure, Finding | None]],
     build: StepOutcome | None,
-    tests: TestRunOutcome | None,
     settings: Settings,
     note: Callable[[str], None],
+    tests: TestRunOutcome | None,
 ) -> None:
-    """Group the run's failures into breakages, resolve those it shows fixed, and hand
-    them to the upstream loop. An experiment about a breakage does none of it (a bisection
-    probe on another night, a culprit verification on an undone torch: their jobs read
-    their failures, ``workers/jobs/{bisect,verify}.py``); counting one would add
-    occurrences, refresh PR comments and resolve breakages on torches nobody tracks."""
-    touched = record_occurrences(session, run, [f for f, _ in pairs])
+    """Group the run's failures into breakages, resolve those it shows fixed, tell the
+    backend's subscribers and hand them to the upstream loop. An experiment about a
+    breakage does none of it (a bisection probe on another night, a culprit verification
+    on an undone torch: their jobs read their failures, ``workers/jobs/{bisect,verify}.py``);
+    counting one would add occurrences, refresh PR comments and resolve breakages on
+    torches nobody tracks."""
+    # A quarantined test's failure is kept and shown, but opens and feeds no breakage (its
+    # fingerprint still counts as seen below: its breakage is not "fixed" by it either).
+    touched = record_occurrences(session, run, [f for f, _ in pairs if not f.quarantined])
     built = build is not None and build.status is StepStatus.PASSED
     observed = {Stage.BUILD.value} if built else set()
     if tests is not None and tests.step.status is not StepStatus.ERRORED:
@@ -326,6 +370,7 @@ def _group(
     )
     for b in resolved:
         note(f"resolved breakage {b.id}: {b.title}\n")
+    _tell_subscribers(session, run, touched, resolved, settings)
     # The upstream loop: new breakages get their regression range (and an analysis of it
     # queued), reported ones get their PR's comment refreshed; GitHub is reached later,
     # from the outbox, never inside the run's transaction.
@@ -333,3 +378,44 @@ def _group(
         session, run, touched, resolved, found=range_for(session, run),
         repo=settings.upstream_repo, min_score=settings.culprit_min_score,
     )
+
+
+# A run's end as the vendor's commit status says it.
+_STATUS_OF = {RunState.PASSED: "success", RunState.FAILED: "failure", RunState.ERRORED: "error"}
+
+
+def tell_vendor(
+    session: Session, run: Run, state: RunState, description: str, settings: Settings
+) -> None:
+    """The commit status on the vendor's pushed commit (a push-triggered run only)."""
+    base = settings.public_url.rstrip("/")
+    vendor_status(session, run, _STATUS_OF.get(state, "error"), description,
+                  upstream_repo=settings.watched_upstream_repo,
+                  url=f"{base}/runs/{run.id}" if base else None)
+
+
+def _tell_subscribers(
+    session: Session, run: Run, touched: list[Breakage], resolved: list[Breakage],
+    settings: Settings,
+) -> None:
+    """New and resolved breakages, to the backend's subscribers (through the outbox)."""
+    base = settings.public_url.rstrip("/")
+    for event, found in ((Event.NEW_BREAKAGE, [b for b in touched
+                                               if b.first_seen_run_id == run.id]),
+                         (Event.RESOLVED, resolved)):
+        for b in found:
+            notify(session, run.backend_id, event, breakage_subject(b),
+                   key=f"breakage:{b.id}:{b.first_seen_run_id}",
+                   url=f"{base}/breakages/{b.id}" if base else None,
+                   digest_hour=settings.notify_digest_hour)
+
+
+def notify_run_errored(session: Session, run: Run, error: str, settings: Settings) -> None:
+    base = settings.public_url.rstrip("/")
+    notify(session, run.backend_id, Event.RUN_ERRORED,
+           {"id": run.id, "torch": run.torch_spec, "error": error.splitlines()[0][:300]
+            if error else ""},
+           key=f"run:{run.id}", url=f"{base}/runs/{run.id}" if base else None,
+           digest_hour=settings.notify_digest_hour)
+    tell_vendor(session, run, RunState.ERRORED, error.splitlines()[0] if error else "errored",
+                settings)

@@ -105,7 +105,7 @@ def reclassify(
                 if (stored := isolations.get((run.id, t.failure.step_name, t.failure.nodeid)))
             }
             conclude(session, run, retriage(triaged, kept), inputs[0], inputs[1], settings,
-                     lambda _text: None)
+                     lambda _text: None, update_quarantine=False)
             report.runs += 1
         if progress:
             progress(i, len(run_ids))
