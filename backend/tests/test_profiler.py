@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
-
 from torch_openreg import _C
 
 pytestmark = pytest.mark.skipif(
