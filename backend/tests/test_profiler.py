@@ -145,3 +145,19 @@ def test_work_after_the_window_is_not_recorded(device, tmp_path):
     assert "openreg kernel: aten::add" in first
     assert "openreg kernel: aten::mul" not in first | second
     assert second == {"openreg kernel: aten::mm"}
+
+
+def test_work_on_the_second_device_is_attributed_to_it(two_devices, tmp_path):
+    d0, d1 = two_devices
+    a, b = torch.randn(16, 16, device=d0), torch.randn(16, 16, device=d1)
+    torch.openreg.synchronize(0)
+    torch.openreg.synchronize(1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        torch.add(a, 1)
+        torch.mul(b, 2)
+        torch.openreg.synchronize(0)
+        torch.openreg.synchronize(1)
+    kernels = {e["name"]: e for e in _device_events(_trace(prof, tmp_path)) if e["cat"] == "kernel"}
+    add, mul = kernels["openreg kernel: aten::add"], kernels["openreg kernel: aten::mul"]
+    assert (add["args"]["device"], mul["args"]["device"]) == (0, 1)
+    assert add["pid"] != mul["pid"]
