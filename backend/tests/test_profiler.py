@@ -80,6 +80,18 @@ def test_kernel_carries_the_correlation_id_of_its_op(device, tmp_path):
     # op began submitting it and takes a positive duration.
     assert k["ts"] >= op["ts"]
     assert k["dur"] > 0
+    # The launch sits on the op's host thread, submitted before the kernel
+    # ran, with an arrow (flow start -> flow end) from it to the kernel.
+    launches = [e for e in events if e.get("name") == "orLaunchKernel"
+                and e["args"]["correlation"] == op["args"]["External id"]]
+    assert len(launches) == 1
+    launch = launches[0]
+    assert (launch["pid"], launch["tid"]) == (op["pid"], op["tid"])
+    assert op["ts"] <= launch["ts"] <= k["ts"]
+    flows = {e["ph"]: e for e in events if e.get("cat") == "ac2g"
+             and (e["pid"], e["tid"], e["ts"]) in {(launch["pid"], launch["tid"], launch["ts"]),
+                                                    (k["pid"], k["tid"], k["ts"])}}
+    assert set(flows) == {"s", "f"} and flows["s"]["id"] == flows["f"]["id"]
     # key_averages counts the kernel as the op's device time.
     mm = [e for e in prof.key_averages() if e.key == "aten::mm"]
     assert mm and mm[0].device_time_total > 0

@@ -34,6 +34,8 @@ bool has_activity_profiler() {
 
 #include <libkineto.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -102,6 +104,21 @@ std::string activity_name(const orActivityRecord& r, const libkineto::ITraceActi
   return "openreg activity";
 }
 
+// The host-side call that submitted stream work, as CUDA traces show
+// cudaLaunchKernel / cudaMemcpyAsync on the launching thread.
+const char* launch_name(orActivityKind kind) {
+  switch (kind) {
+    case orActivityKindKernel:
+      return "orLaunchKernel";
+    case orActivityKindMemcpy:
+      return "orMemcpyAsync";
+    case orActivityKindMemset:
+      return "orMemsetAsync";
+    default:
+      return "openreg runtime call";
+  }
+}
+
 std::vector<orActivityRecord> drain() {
   std::vector<orActivityRecord> all;
   orActivityRecord chunk[256];
@@ -156,11 +173,33 @@ class Session final : public libkineto::IActivityProfilerSession {
       if (r.kind != orActivityKindKernel) {
         act->addMetadata("bytes", r.bytes);
       }
+      libkineto::GenericTraceActivity* launch = nullptr;
+      if (r.submit_thread != 0) {
+        // The launch on the host thread and the arrow from it to the device
+        // work (a flow id per record: one op may launch several kernels).
+        auto host = std::make_unique<libkineto::GenericTraceActivity>(
+            buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME, launch_name(r.kind));
+        host->startTime = r.submit_ns;
+        host->endTime = r.submit_ns;
+        host->id = static_cast<int32_t>(r.correlation_id);
+        host->device = pid_;
+        host->resource = r.submit_thread;
+        host->threadId = r.submit_thread;
+        host->addMetadata("correlation", r.correlation_id);
+        host->flow.id = static_cast<uint32_t>(r.id);
+        host->flow.type = libkineto::kLinkAsyncCpuGpu;
+        host->flow.start = 1;
+        act->flow.id = static_cast<uint32_t>(r.id);
+        act->flow.type = libkineto::kLinkAsyncCpuGpu;
+        act->flow.start = 0;
+        launch = host.get();
+        buffer_->activities.push_back(std::move(host));
+      }
       streams_[r.device].insert(static_cast<int64_t>(r.stream_id));
       const auto start = static_cast<int64_t>(r.start_ns);
       first = first == 0 ? start : std::min(first, start);
       last = std::max(last, static_cast<int64_t>(r.end_ns));
-      pending_.push_back({act.get(), r});
+      pending_.push_back({act.get(), launch, r});
       buffer_->activities.push_back(std::move(act));
     }
     buffer_->span.startTime = first;
@@ -179,21 +218,17 @@ class Session final : public libkineto::IActivityProfilerSession {
   void processTrace(libkineto::ActivityLogger& logger,
                     libkineto::getLinkedActivityCallback linked_op, int64_t /*start*/,
                     int64_t /*end*/) override {
-    for (auto& [act, r] : pending_) {
+    for (auto& [act, launch, r] : pending_) {
       const libkineto::ITraceActivity* op = nullptr;
       if (linked_op && r.correlation_id != 0) {
         op = linked_op(static_cast<int32_t>(r.correlation_id));
       }
-      if (op == nullptr) {
-        act->log(logger);
-        continue;
+      if (op != nullptr) {
+        act->linked = op;
+        act->activityName = activity_name(r, op);
+        if (launch != nullptr) launch->linked = op;
       }
-      act->linked = op;
-      act->activityName = activity_name(r, op);
-      // The arrow from the host op to the device work it submitted.
-      act->flow.id = static_cast<uint32_t>(r.correlation_id);
-      act->flow.type = libkineto::kLinkAsyncCpuGpu;
-      act->flow.start = 0;
+      if (launch != nullptr) launch->log(logger);
       act->log(logger);
     }
     pending_.clear();
@@ -232,8 +267,15 @@ class Session final : public libkineto::IActivityProfilerSession {
   bool used_ = false;
   bool live_ = false;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
-  // Activities now owned by Kineto's copy of the buffer, still to be linked.
-  std::vector<std::pair<libkineto::GenericTraceActivity*, orActivityRecord>> pending_;
+  // Activities (device work, and its host launch if it was stream work) in
+  // buffer_, still to be linked and logged.
+  struct Pending {
+    libkineto::GenericTraceActivity* act;
+    libkineto::GenericTraceActivity* launch;
+    orActivityRecord record;
+  };
+  std::vector<Pending> pending_;
+  const int32_t pid_ = static_cast<int32_t>(::getpid());
   std::map<int, std::set<int64_t>> streams_;
 };
 

@@ -155,6 +155,9 @@ typedef struct orActivityRecord {
   unsigned long long correlation_id;
   size_t bytes;                      /* copied, set, allocated or freed */
   orMemcpyKind copy_kind;            /* memcpy only, never orMemcpyDefault */
+  unsigned long long id;             /* unique per record, from 1 */
+  long long submit_ns;               /* stream work: when the host enqueued it, else 0 */
+  int submit_thread;                 /* stream work: the enqueuing host thread (Linux tid) */
 } orActivityRecord;
 
 OPENREG_EXPORT orError_t orActivityEnable(int enable); /* enabling discards old records */

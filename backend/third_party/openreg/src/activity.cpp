@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "runtime.h"
 
 namespace openreg::activity {
@@ -19,12 +22,18 @@ namespace {
 constexpr std::size_t kMaxBuffered = std::size_t{1} << 20;
 
 std::mutex g_mu;
+std::atomic<std::uint64_t> g_next_id{1};
 std::vector<orActivityRecord> g_records;
 std::uint64_t g_dropped = 0;
 
 // Correlation ids are per host thread: the op that is being dispatched on this
 // thread owns whatever the thread submits.
 thread_local std::vector<std::uint64_t> tls_correlation;
+
+int host_thread_id() {
+  thread_local const int tid = static_cast<int>(::syscall(SYS_gettid));
+  return tid;
+}
 
 }  // namespace
 
@@ -58,11 +67,16 @@ orActivityRecord make(orActivityKind kind, int device, std::uint64_t stream_id, 
   r.correlation_id = current_correlation();
   r.bytes = bytes;
   r.copy_kind = orMemcpyDefault;
+  r.id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   return r;
 }
 
 std::function<void()> timed(std::function<void()> fn, orActivityRecord proto) {
   if (!enabled()) return fn;
+  // Where the host submitted it: a profiler draws the launch on this thread
+  // and an arrow to the device work, as CUDA traces show cudaLaunchKernel.
+  proto.submit_ns = now_ns();
+  proto.submit_thread = host_thread_id();
   return [fn = std::move(fn), proto]() mutable {
     proto.start_ns = now_ns();
     fn();

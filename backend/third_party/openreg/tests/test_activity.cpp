@@ -65,6 +65,10 @@ OR_TEST(kernel_record_has_stream_times_and_correlation) {
     // kernel's run time (>= its 5 ms sleep), not the submission's.
     CHECK(k.start_ns >= before && k.end_ns <= after);
     CHECK(k.end_ns - k.start_ns >= 5'000'000);
+    // Submitted from this thread before it started.
+    CHECK(k.submit_thread != 0);
+    CHECK(k.submit_ns >= before && k.submit_ns <= k.start_ns);
+    CHECK(records[1].id > k.id);
     CHECK_EQ(records[1].correlation_id, 0ull);
     CHECK(records[1].start_ns >= k.end_ns);  // in stream order
   }
@@ -90,6 +94,7 @@ OR_TEST(copies_memsets_and_allocations_are_recorded) {
     CHECK_EQ(r[1].kind, orActivityKindMemcpy);
     CHECK_EQ(r[1].copy_kind, orMemcpyHostToDevice);  // resolved from orMemcpyDefault
     CHECK_EQ(r[1].stream_id, 0ull);                   // synchronous
+    CHECK_EQ(r[1].submit_thread, 0);                  // nothing was queued
     CHECK_EQ(r[2].kind, orActivityKindMemset);
     CHECK_EQ(r[2].bytes, 100u);
     CHECK(r[2].stream_id != 0);
