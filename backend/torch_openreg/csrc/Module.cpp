@@ -5,6 +5,7 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include "profiler/ActivityProfiler.h"
 #include "runtime/OpenRegDeviceAllocator.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegGenerator.h"
@@ -70,6 +71,7 @@ py::dict memory_stats(c10::DeviceIndex device) {
 void init_bindings(py::module_& m) {
   // Device / lifecycle
   m.def("_init", [] { openreg::lazy_init(); });
+  m.def("_has_kineto_plugin", [] { return openreg::profiler::has_activity_profiler(); });
   m.def("_is_initialized", [] { return openreg::is_initialized(); });
   m.def("_is_in_bad_fork", [] { return openreg::is_in_bad_fork(); });
   m.def("_get_device_count", [] { return openreg::device_count(); });

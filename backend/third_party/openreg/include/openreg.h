@@ -134,6 +134,42 @@ OPENREG_EXPORT orError_t orEventQuery(orEvent_t event);       /* orSuccess or or
 OPENREG_EXPORT orError_t orEventSynchronize(orEvent_t event);
 OPENREG_EXPORT orError_t orEventElapsedTime(float* ms, orEvent_t start, orEvent_t end);
 
+/* Activity tracing (for profilers). While enabled, each kernel, copy, memset and
+ * device allocation/free appends one record; orActivityRead drains them in the
+ * order they completed. Times are CLOCK_REALTIME nanoseconds. The correlation id
+ * is the innermost one pushed on the submitting host thread (0 if none). */
+typedef enum orActivityKind {
+  orActivityKindKernel = 1,
+  orActivityKindMemcpy = 2,
+  orActivityKindMemset = 3,
+  orActivityKindMalloc = 4,
+  orActivityKindFree = 5,
+} orActivityKind;
+
+typedef struct orActivityRecord {
+  orActivityKind kind;
+  int device;
+  unsigned long long stream_id;      /* orStreamGetId; 0 for synchronous calls */
+  long long start_ns;
+  long long end_ns;
+  unsigned long long correlation_id;
+  size_t bytes;                      /* copied, set, allocated or freed */
+  orMemcpyKind copy_kind;            /* memcpy only, never orMemcpyDefault */
+  unsigned long long id;             /* unique per record, from 1 */
+  long long submit_ns;               /* stream work: when the host enqueued it, else 0 */
+  int submit_thread;                 /* stream work: the enqueuing host thread (Linux tid) */
+} orActivityRecord;
+
+OPENREG_EXPORT orError_t orActivityEnable(int enable); /* enabling discards old records */
+OPENREG_EXPORT orError_t orActivityPushCorrelationId(unsigned long long id);
+OPENREG_EXPORT orError_t orActivityPopCorrelationId(unsigned long long* id); /* id may be NULL */
+/* Moves up to `capacity` records out; `dropped` (may be NULL) counts records lost
+ * to a full buffer since tracing was enabled. */
+OPENREG_EXPORT orError_t orActivityRead(orActivityRecord* records, size_t capacity, size_t* count,
+                                        unsigned long long* dropped);
+/* A small integer naming the stream for its whole life (ids are never reused). */
+OPENREG_EXPORT orError_t orStreamGetId(orStream_t stream, unsigned long long* id);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <memory>
 
+#include "activity.h"
 #include "copy_plan.h"
 #include "openreg.h"
 #include "runtime.h"
@@ -42,6 +43,16 @@ orError_t enqueue(orStream_st& stream, orStream_st::Work work, orStream_st::Seq*
   return orSuccess;
 }
 
+// The device a copy is attributed to: the destination's for H2D and D2D (the
+// one whose memory changes), the source's for D2H.
+int copy_device(const CopyPlan& p) { return p.dst_device >= 0 ? p.dst_device : p.src_device; }
+
+orActivityRecord copy_record(const CopyPlan& p, std::uint64_t stream_id, size_t count) {
+  orActivityRecord r = activity::make(orActivityKindMemcpy, copy_device(p), stream_id, count);
+  r.copy_kind = p.kind;
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -52,7 +63,11 @@ orError_t orMemcpy(void* dst, const void* src, size_t count, orMemcpyKind kind) 
     if (auto e = plan(dst, src, count, kind, &p); e != orSuccess) return e;
     if (count == 0) return orSuccess;
     wait_default_streams(p.dst_device, p.src_device);
-    return copy_now(dst, src, count, p.touches_device());
+    if (!p.touches_device()) return copy_now(dst, src, count, false);
+    activity::SyncScope traced(copy_record(p, 0, count));
+    const orError_t e = copy_now(dst, src, count, true);
+    if (e != orSuccess) traced.cancel();
+    return e;
   });
 }
 
@@ -65,12 +80,16 @@ orError_t orMemcpyAsync(void* dst, const void* src, size_t count, orMemcpyKind k
     if (auto e = plan(dst, src, count, kind, &p); e != orSuccess) return e;
     if (count == 0) return orSuccess;
     const bool device = p.touches_device();
+    // Host-to-host copies through a stream are not device activity.
+    auto traced = [&](std::function<void()> fn) {
+      return device ? activity::timed(std::move(fn), copy_record(p, s->id, count)) : fn;
+    };
 
     if (p.dst_pageable) {
       // The caller may read pageable memory as soon as we return: wait for the copy.
       if (s->on_worker_thread()) return orErrorNotPermitted;
       orStream_st::Seq seq = 0;
-      auto e = enqueue(*s, {[=] { std::memmove(dst, src, count); }, device}, &seq);
+      auto e = enqueue(*s, {traced([=] { std::memmove(dst, src, count); }), device}, &seq);
       if (e == orSuccess) s->wait(seq);
       return e;
     }
@@ -78,9 +97,9 @@ orError_t orMemcpyAsync(void* dst, const void* src, size_t count, orMemcpyKind k
       // The caller may overwrite pageable memory as soon as we return: stage it.
       std::shared_ptr<std::byte[]> staged(new std::byte[count]);
       std::memcpy(staged.get(), src, count);
-      return enqueue(*s, {[=] { std::memcpy(dst, staged.get(), count); }, device});
+      return enqueue(*s, {traced([=] { std::memcpy(dst, staged.get(), count); }), device});
     }
-    return enqueue(*s, {[=] { std::memmove(dst, src, count); }, device});
+    return enqueue(*s, {traced([=] { std::memmove(dst, src, count); }), device});
   });
 }
 
@@ -91,8 +110,12 @@ orError_t orMemset(void* dev_ptr, int value, size_t count) {
     if (auto e = check_device_range(a, count); e != orSuccess) return e;
     if (count == 0) return orSuccess;
     wait_default_streams(a.device, a.device);
+    activity::SyncScope traced(activity::make(orActivityKindMemset, a.device, 0, count));
     AccessGate::Scope access(rt.gate());
-    if (!access.entered()) return orErrorUnknown;
+    if (!access.entered()) {
+      traced.cancel();
+      return orErrorUnknown;
+    }
     std::memset(dev_ptr, value, count);
     return orSuccess;
   });
@@ -106,7 +129,9 @@ orError_t orMemsetAsync(void* dev_ptr, int value, size_t count, orStream_t strea
     const orPointerAttributes a = rt.attributes(dev_ptr);
     if (auto e = check_device_range(a, count); e != orSuccess) return e;
     if (count == 0) return orSuccess;
-    return enqueue(*s, {[=] { std::memset(dev_ptr, value, count); }, true});
+    auto work = activity::timed([=] { std::memset(dev_ptr, value, count); },
+                                activity::make(orActivityKindMemset, a.device, s->id, count));
+    return enqueue(*s, {std::move(work), true});
   });
 }
 

@@ -1,4 +1,5 @@
 // C entry points: allocation, pointer attributes, memory info.
+#include "activity.h"
 #include "openreg.h"
 #include "runtime.h"
 #include "thread_state.h"
@@ -15,9 +16,13 @@ orError_t orMalloc(void** dev_ptr, size_t size) {
     const int device = current_device();
     if (!rt.valid_device(device)) return orErrorInvalidDevice;
     if (size == 0) return orSuccess;  // as cudaMalloc: success with a null pointer
+    activity::SyncScope traced(activity::make(orActivityKindMalloc, device, 0, size));
     bool grew = false;
     void* p = rt.arena(device).allocate(size, &grew);
-    if (p == nullptr) return orErrorMemoryAllocation;
+    if (p == nullptr) {
+      traced.cancel();
+      return orErrorMemoryAllocation;
+    }
     if (grew) rt.gate().arena_grew();
     *dev_ptr = p;
     return orSuccess;
@@ -34,8 +39,13 @@ orError_t orFree(void* dev_ptr) {
     if (!block || block->base != dev_ptr) return orErrorInvalidDevicePointer;
     // Like cudaFree: queued work may still use the block, and releasing it may hand
     // its pages back to the OS.
+    activity::SyncScope traced(activity::make(orActivityKindFree, device, 0, block->size));
     wait_streams(rt.streams_on(device), SyncKind::Implicit);
-    return rt.arena(device).release(dev_ptr) ? orSuccess : orErrorInvalidDevicePointer;
+    if (!rt.arena(device).release(dev_ptr)) {
+      traced.cancel();
+      return orErrorInvalidDevicePointer;
+    }
+    return orSuccess;
   });
 }
 

@@ -1,4 +1,5 @@
 // C entry points: streams and work submission.
+#include "activity.h"
 #include "openreg.h"
 #include "runtime.h"
 #include "thread_state.h"
@@ -16,7 +17,13 @@ orError_t launch(orStream_t stream, orHostFn_t fn, void* user_data, bool device_
     if (fn == nullptr) return orErrorInvalidValue;
     StreamPtr s;
     if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
-    if (s->enqueue({[fn, user_data] { fn(user_data); }, device_access}) == 0) {
+    std::function<void()> work = [fn, user_data] { fn(user_data); };
+    // Host callbacks are not device work; only kernels are activities.
+    if (device_access) {
+      work = activity::timed(std::move(work),
+                             activity::make(orActivityKindKernel, s->device, s->id, 0));
+    }
+    if (s->enqueue({std::move(work), device_access}) == 0) {
       return orErrorRuntimeUnloading;
     }
     return orSuccess;
@@ -93,6 +100,16 @@ orError_t orDeviceGetStreamPriorityRange(int* least_priority, int* greatest_prio
   if (least_priority != nullptr) *least_priority = kLeastPriority;
   if (greatest_priority != nullptr) *greatest_priority = kGreatestPriority;
   return orSuccess;
+}
+
+orError_t orStreamGetId(orStream_t stream, unsigned long long* id) {
+  return api_call([&]() -> orError_t {
+    if (id == nullptr) return orErrorInvalidValue;
+    StreamPtr s;
+    if (auto e = Runtime::get().resolve(stream, &s); e != orSuccess) return e;
+    *id = s->id;
+    return orSuccess;
+  });
 }
 
 orError_t orDeviceGetDefaultStream(int device, orStream_t* stream) {

@@ -12,10 +12,15 @@
 
 namespace {
 thread_local const orStream_st* tls_worker_of = nullptr;
+std::atomic<std::uint64_t> next_stream_id{1};
 }
 
 orStream_st::orStream_st(int device_, int priority_, bool is_default_, openreg::AccessGate& gate)
-    : device(device_), priority(priority_), is_default(is_default_), gate_(gate) {}
+    : device(device_),
+      priority(priority_),
+      is_default(is_default_),
+      id(next_stream_id.fetch_add(1, std::memory_order_relaxed)),
+      gate_(gate) {}
 
 std::shared_ptr<orStream_st> orStream_st::start(int device, int priority, bool is_default,
                                                 openreg::AccessGate& gate) {

@@ -60,6 +60,7 @@ struct orStream_st : std::enable_shared_from_this<orStream_st> {
   const int device;
   const int priority;
   const bool is_default;
+  const std::uint64_t id;  // orStreamGetId: from 1, never reused
 
  private:
   enum class State { Running, Closing, Abandoned };
