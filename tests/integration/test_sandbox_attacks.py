@@ -114,8 +114,8 @@ def _hostile_backend(root: Path, worker_home: Path, port: int, ootci_home: Path)
     (ootci_home / "ootci.db").write_text(DB_FILE_SECRET)
     recipe = (backend / "ootci.toml").read_text()
     env = (f'env = {{ WORKER_HOME = "{worker_home}", LISTENER_PORT = "{port}", '
-           f'VICTIM_TREE = "{victim}", OOTCI_SITE = "{sysconfig.get_paths()["purelib"]}", '
-           f'OOTCI_DB_FILE = "{ootci_home / "ootci.db"}", '
+           f'VICTIM_TREE = "{victim}", ESCAPE_SITE = "{sysconfig.get_paths()["purelib"]}", '
+           f'ESCAPE_DB_FILE = "{ootci_home / "ootci.db"}", '
            f'DAEMON_MARKER = "{_daemon_marker(port)}" }}\n')
     recipe = recipe.replace('command = ["{python}", "attack_build.py"]\n',
                             f'command = ["{{python}}", "attack_build.py"]\n{env}')
@@ -225,7 +225,7 @@ def _assert_contained(
     assert "netns via bwrap (no network)" in build_log and "uid 65534" in build_log
     for escape in ESCAPES:
         assert f"\n{escape}: denied (" in build_log, (escape, build_log[-4000:])
-    assert "ESCAPED" not in build_log, build_log[-4000:]
+    assert ": ESCAPED" not in build_log, build_log[-4000:]
     assert DB_FILE_SECRET not in build_log
     victim = settings.home.parent / "victim"
     assert "hostile" not in (victim / "ootci.toml").read_text()
