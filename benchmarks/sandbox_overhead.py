@@ -47,7 +47,7 @@ def main() -> None:
         boxed = _spawn(sandbox.command(cmd, root), sandbox.preexec(), root)
         print(f"python -c pass: plain {plain * 1000:.1f} ms, sandboxed {boxed * 1000:.1f} ms, "
               f"ratio {boxed / plain:.2f}")
-    tree = root / ".venv"
+    tree = root / ".venv" if (root / ".venv").is_dir() else Path(sys.prefix)  # a worktree
     files = sum(len(f) for _, _, f in os.walk(tree))
     start = time.perf_counter()
     budget = DiskBudget([tree], budget_mb=1)  # one usage() walk
