@@ -92,6 +92,13 @@ def world_readable_dir() -> Iterator[Path]:
     yield base
     if not os.environ.get("KEEP_HOSTILE"):
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(_victim_dir(base), ignore_errors=True)
+
+
+def _victim_dir(root: Path) -> Path:
+    """Another registered backend's tree, outside /tmp (a sealed step's /tmp is its own):
+    where the hostile build sees it, read-only."""
+    return Path("/var/tmp") / f"ootci-victim-{root.name}"
 
 
 ESCAPES = ["another backend's tree", "ootci's site-packages", "/etc/cron.d", "ootci's database",
@@ -109,7 +116,8 @@ def _hostile_backend(root: Path, worker_home: Path, port: int, ootci_home: Path)
     a database file under ootci's home."""
     backend = root / "hostile"
     shutil.copytree(HOSTILE, backend)
-    victim = write_pyonly_backend(root / "victim", {"test_ok.py": "def test_ok():\n    pass\n"})
+    victim = write_pyonly_backend(_victim_dir(root), {"test_ok.py": "def test_ok():\n    pass\n"})
+    (victim / "ootci.toml").chmod(0o666)  # only the read-only mount stops the write
     ootci_home.mkdir(parents=True, exist_ok=True)
     (ootci_home / "ootci.db").write_text(DB_FILE_SECRET)
     recipe = (backend / "ootci.toml").read_text()
@@ -167,7 +175,7 @@ def test_hostile_backend_is_contained(
         run_disk_budget_mb=64,
     )
     with session_scope(engine) as s:
-        get_or_create_backend(s, "victim", str(world_readable_dir / "victim"))
+        get_or_create_backend(s, "victim", str(_victim_dir(world_readable_dir)))
         run_id = create_run(
             s, get_or_create_backend(s, "hostile", str(backend)), "installed", trigger="api"
         ).id
@@ -225,9 +233,10 @@ def _assert_contained(
     assert "netns via bwrap (no network)" in build_log and "uid 65534" in build_log
     for escape in ESCAPES:
         assert f"\n{escape}: denied (" in build_log, (escape, build_log[-4000:])
+    assert "another backend's tree: denied ('Read-only file system')" in build_log
     assert ": ESCAPED" not in build_log, build_log[-4000:]
     assert DB_FILE_SECRET not in build_log
-    victim = settings.home.parent / "victim"
+    victim = _victim_dir(settings.home.parent)
     assert "hostile" not in (victim / "ootci.toml").read_text()
     assert not Path(sysconfig.get_paths()["purelib"], "zz_hostile.pth").exists()
     assert not Path("/etc/cron.d/ootci-hostile").exists()
