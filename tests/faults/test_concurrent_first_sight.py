@@ -13,14 +13,14 @@ from sqlalchemy import func, select
 from service.config import Settings
 from service.db import make_engine, session_scope
 from service.models import Backend, Run, TorchBuild
-from tests.support.faults import start_ootci, write_fault_backend
+from tests.support.faults import let_build_finish, start_ootci, write_fault_backend
 
 RUNS = 8
 
 
 def test_eight_concurrent_runs_on_a_fresh_home_make_one_torch_build(tmp_path: Path) -> None:
     backend = write_fault_backend(tmp_path / "faulty", "ootci-fault-concurrent")
-    (backend / "go").write_text("0")
+    let_build_finish(backend)
     home = tmp_path / "home"
     # The race is in the database, not the sandbox (whose probes cost each process seconds).
     procs: list[subprocess.Popen[bytes]] = [

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.pyonly import write_pyonly_backend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +39,11 @@ def ootci(home: Path, *args: str, **env: str) -> tuple[int, Any, str]:
     return proc.returncode, data, proc.stderr
 
 
-def test_rerun_repeats_only_the_failed_test_and_shows_the_verdict(tmp_path: Path) -> None:
+def test_rerun_repeats_only_the_failed_test_and_shows_the_verdict(
+    tmp_path: Path, gate: Path
+) -> None:
     backend = write_pyonly_backend(tmp_path / "pyonly", {"test_suite.py": SUITE})
-    home, mark = tmp_path / "home", tmp_path / "fixed"
+    home, mark = tmp_path / "home", gate  # where the sealed tests see it
     code, first, err = ootci(home, "run", "--torch", "installed", "--backend", str(backend),
                              "--json", FIXED_MARK=str(mark))
     assert code == 1, err

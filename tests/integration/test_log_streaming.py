@@ -23,6 +23,7 @@ from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import LogChunk, Step
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.live_server import free_port
 from tests.support.processes import Processes, uvicorn_api
 from tests.support.waiting import wait_until
@@ -46,7 +47,7 @@ SUITE = """\
 import pathlib
 import time
 
-# The registered tree's gate: the run tests a copy of the tree (source_tree.py).
+# Outside the tree and the host's /tmp (tests/support/gates.py): the sandbox sees it.
 GATE = pathlib.Path("@GATE@")
 
 
@@ -92,12 +93,12 @@ def _ticks(text: str) -> list[int]:
 
 
 def test_a_running_log_is_followed_from_another_process(
-    engine: Engine, tmp_path: Path, api: str
+    engine: Engine, tmp_path: Path, api: str, gate: Path
 ) -> None:
     backend = tmp_path / "ticker"
     (backend / "tests").mkdir(parents=True)
     (backend / "ootci.toml").write_text(RECIPE)
-    (backend / "tests" / "test_ticks.py").write_text(SUITE.replace("@GATE@", str(backend / "gate")))
+    (backend / "tests" / "test_ticks.py").write_text(SUITE.replace("@GATE@", str(gate)))
     settings = Settings(
         home=tmp_path / "worker-home", database_url=str(engine.url.render_as_string(False)),
         default_torch="installed", rerun_failed_tests=False,
@@ -146,7 +147,7 @@ def test_a_running_log_is_followed_from_another_process(
             assert step.log_path is not None and not step.log_path.startswith(str(tmp_path / "api-home"))
             assert s.scalar(select(func.count()).select_from(LogChunk)) > 0
     finally:
-        (backend / "gate").touch()
+        gate.touch()
         worker.join(120)
     assert states == ["passed"], states
 

@@ -26,6 +26,8 @@ BROKEN = {
                      '["{python}", "-m", "pytest", "tests"]'),
     "env-number": ('# env = { MAX_JOBS = "2" }', "env = { MAX_JOBS = 2 }",
                    "build.env: must be a table of strings"),
+    "network-string": ('# env = { MAX_JOBS = "2" }', 'network = "yes"',
+                       "build.network: must be true or false, got 'yes'"),
     "source-tree-import": (SAFE, "",
                            "imports the source tree's extflat/ (no built extension)"),
     "build-module": ("setup.py", "import yaml\n",
@@ -46,6 +48,13 @@ def test_init_recipe_has_no_problem(tree: Path, tmp_path: Path) -> None:
     check = ootci(tmp_path / "home", "recipe", "check", str(tree), "--no-torch")
     assert check.returncode == 0, check.stdout
     assert check.stdout == ""
+
+
+def test_a_build_that_asks_for_the_network_is_a_good_recipe(tree: Path, tmp_path: Path) -> None:
+    text = (tree / "ootci.toml").read_text()
+    (tree / "ootci.toml").write_text(text.replace('# env = { MAX_JOBS = "2" }', "network = true", 1))
+    check = ootci(tmp_path / "home", "recipe", "check", str(tree), "--no-torch")
+    assert (check.returncode, check.stdout) == (0, "")
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))

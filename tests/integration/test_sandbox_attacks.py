@@ -10,8 +10,11 @@ a .netrc; a listener on the host's loopback waits for a connection that must not
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
+import subprocess
+import sysconfig
 import tempfile
 import threading
 import time
@@ -32,6 +35,7 @@ from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
 from tests.support.processes import Processes, celery_worker
+from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
 from workers.pipeline.execute import execute_run
 from workers.pipeline.isolation import sandbox
@@ -89,13 +93,39 @@ def world_readable_dir() -> Iterator[Path]:
     yield base
     if not os.environ.get("KEEP_HOSTILE"):
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(_victim_dir(base), ignore_errors=True)
 
 
-def _hostile_backend(root: Path, worker_home: Path, port: int) -> Path:
+def _victim_dir(root: Path) -> Path:
+    """Another registered backend's tree, outside /tmp (a sealed step's /tmp is its own):
+    where the hostile build sees it, read-only."""
+    return Path("/var/tmp") / f"ootci-victim-{root.name}"
+
+
+ESCAPES = ["another backend's tree", "ootci's site-packages", "/etc/cron.d", "ootci's database",
+           "/root", "/proc/1/environ", "the parent's environ", "disk outside the run"]
+DB_FILE_SECRET = "db-file-secret-5k2"
+
+
+def _daemon_marker(port: int) -> str:
+    return f"hostile-daemon-{port}"
+
+
+def _hostile_backend(root: Path, worker_home: Path, port: int, ootci_home: Path) -> Path:
+    """The hostile tree, told where everything it must not reach is: the worker's HOME,
+    the host's listener, another registered backend's tree, ootci's own site-packages and
+    a database file under ootci's home."""
     backend = root / "hostile"
     shutil.copytree(HOSTILE, backend)
+    victim = write_pyonly_backend(_victim_dir(root), {"test_ok.py": "def test_ok():\n    pass\n"})
+    (victim / "ootci.toml").chmod(0o666)  # only the read-only mount stops the write
+    ootci_home.mkdir(parents=True, exist_ok=True)
+    (ootci_home / "ootci.db").write_text(DB_FILE_SECRET)
     recipe = (backend / "ootci.toml").read_text()
-    env = f'env = {{ WORKER_HOME = "{worker_home}", LISTENER_PORT = "{port}" }}\n'
+    env = (f'env = {{ WORKER_HOME = "{worker_home}", LISTENER_PORT = "{port}", '
+           f'VICTIM_TREE = "{victim}", ESCAPE_SITE = "{sysconfig.get_paths()["purelib"]}", '
+           f'ESCAPE_DB_FILE = "{ootci_home / "ootci.db"}", '
+           f'DAEMON_MARKER = "{_daemon_marker(port)}" }}\n')
     recipe = recipe.replace('command = ["{python}", "attack_build.py"]\n',
                             f'command = ["{{python}}", "attack_build.py"]\n{env}')
     recipe = recipe.replace("timeout_per_test = 60\n", f"timeout_per_test = 60\n{env}")
@@ -127,7 +157,8 @@ def test_hostile_backend_is_contained(
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
     listener = _Listener()
-    backend = _hostile_backend(world_readable_dir, worker_home, listener.port)
+    backend = _hostile_backend(world_readable_dir, worker_home, listener.port,
+                               world_readable_dir / "ootci-home")
     engine = make_engine(db_url)
     upgrade(engine)
     settings = Settings(
@@ -145,6 +176,7 @@ def test_hostile_backend_is_contained(
         run_disk_budget_mb=64,
     )
     with session_scope(engine) as s:
+        get_or_create_backend(s, "victim", str(_victim_dir(world_readable_dir)))
         run_id = create_run(
             s, get_or_create_backend(s, "hostile", str(backend)), "installed", trigger="api"
         ).id
@@ -196,6 +228,25 @@ def _assert_contained(
     assert "env HOME=" in logs["build"] and "OOTCI_" not in _env_lines(logs["build"])
     # Both tries (before and after trying to unmount what hides it) were refused.
     assert logs["build"].count("blocked:") == 3
+    # The build, sealed: read-only everywhere but the run's dirs, its own pid namespace,
+    # no network, never root. Every escape was denied, and nothing it aimed at changed.
+    build_log = logs["build"]
+    assert "netns via bwrap (no network)" in build_log and "uid 65534" in build_log
+    for escape in ESCAPES:
+        assert f"\n{escape}: denied (" in build_log, (escape, build_log[-4000:])
+    assert "another backend's tree: denied ('Read-only file system')" in build_log
+    assert ": ESCAPED" not in build_log, build_log[-4000:]
+    assert DB_FILE_SECRET not in build_log
+    victim = _victim_dir(settings.home.parent)
+    assert "hostile" not in (victim / "ootci.toml").read_text()
+    assert not Path(sysconfig.get_paths()["purelib"], "zz_hostile.pth").exists()
+    assert not Path("/etc/cron.d/ootci-hostile").exists()
+    assert not Path("/var/tmp/hostile-fill").exists()
+    # The setsid daemon it started went with the build's pid namespace.
+    port = int(re.search(r"LISTENER_PORT=(\d+)", build_log).group(1))  # type: ignore[union-attr]
+    daemons = subprocess.run(["pgrep", "-f", _daemon_marker(port)], capture_output=True,
+                             text=True).stdout.split()
+    assert daemons == [], daemons
     for text in logs.values():
         assert "***" not in text
     assert results["test_a_print_environment"].outcome == "failed"
@@ -280,7 +331,6 @@ def test_a_backend_that_writes_into_the_torch_env_cannot_reach_the_next_one(
         if not (support.root and support.bwrap):
             pytest.skip(f"needs root and a working bwrap: {support.describe()}")
     from tests.support.fake_torch import build_wheel
-    from tests.support.pyonly import write_pyonly_backend
 
     wheel = build_wheel(world_readable_dir / "wheels", "2.14.0.dev20261126+cpu", "a" * 40, {})
     spec = f"wheel:{wheel}"
@@ -340,11 +390,11 @@ def test_hostile_backend_is_contained_under_a_celery_worker(
     (worker_home / ".netrc").write_text(f"machine github.com login ootci password {NETRC_PASSWORD}\n")
     (worker_home / ".netrc").chmod(0o600)
     listener = _Listener()
-    backend = _hostile_backend(world_readable_dir, worker_home, listener.port)
+    home = world_readable_dir / "ootci-home"
+    backend = _hostile_backend(world_readable_dir, worker_home, listener.port, home)
     # Postgres trusts loopback, so the password is never checked, but it is in the URL the
     # worker holds: exactly what a build must not see.
     db_url = fresh_postgres_url.replace("postgres@", "postgres:Db-Pa55w0rd-x7@", 1)
-    home = world_readable_dir / "ootci-home"
     worker_env = {
         **os.environ,
         **SECRETS,
@@ -506,3 +556,51 @@ def db_password(url: str) -> str:
     from service.domain.redaction import url_password
 
     return url_password(url) or ""
+
+
+LEGIT = Path(__file__).resolve().parents[1] / "fixtures" / "backends" / "legit"
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox", "no-sandbox"])
+def test_an_honest_backend_passes_the_same_sealed_or_not(
+    sandboxed: bool, world_readable_dir: Path
+) -> None:
+    """tests/fixtures/backends/legit does what honest suites do (queues and semaphores for
+    fork, spawn and forkserver, a shared-memory tensor, a DataLoader with workers, loopback
+    TCP and a gloo group, /proc/self, $HOME and $TMPDIR): sealed, every test passes as it
+    does without the sandbox."""
+    if sandboxed:
+        support = sandbox.probe(65534)
+        if not (support.bwrap and (support.setpriv or not support.root)):
+            pytest.skip(f"needs a working bwrap and an unprivileged uid: {support.describe()}")
+    legit = world_readable_dir / "legit"
+    shutil.copytree(LEGIT, legit)
+    engine = make_engine(f"sqlite:///{world_readable_dir / 'ootci.db'}")
+    upgrade(engine)
+    settings = Settings(home=world_readable_dir / "ootci-home", database_url="", broker_url="",
+                        sandbox=sandboxed, rerun_failed_tests=False, test_processes=1,
+                        default_torch="installed")
+    run_id = _run(engine, settings, "legit", legit, "installed")
+    with Session(engine) as s:
+        run = s.get_one(Run, run_id)
+        logs = {st.name: st.read_log().decode() for st in run.steps}
+        state = (run.state, run.error)
+        outcomes = {r.nodeid.rsplit("::", 1)[-1]: r.outcome
+                    for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+    engine.dispose()
+    assert state == ("passed", None), (state, logs.get("test", "")[-3000:])
+    assert "legit: built" in logs["build"]
+    assert sorted(outcomes) == sorted([
+        *(f"test_a_queue_and_a_semaphore_per_start_method[{m}]"
+          for m in ("fork", "spawn", "forkserver")),
+        "test_a_shared_memory_tensor_is_seen_by_a_child", "test_a_dataloader_with_two_workers",
+        "test_loopback_tcp_server_and_client", "test_a_gloo_process_group_of_two_over_loopback",
+        "test_reads_its_own_proc_status", "test_writes_home_and_tmpdir",
+    ])
+    assert set(outcomes.values()) == {"passed"}, outcomes
+    if sandboxed:  # sealed indeed: no network, the sandbox uid, in build and tests alike
+        for step in ("build", "test"):
+            assert "netns via bwrap (no network)" in logs[step], logs[step][:2000]
+            assert ("uid 65534" in logs[step]) == sandbox.probe(65534).root
+    else:
+        assert "ootci: sandbox: off" in logs["test"]

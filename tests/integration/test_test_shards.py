@@ -21,6 +21,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, ShardState, Step, TestResult, TestShard
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.processes import Processes, celery_worker
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
@@ -177,7 +178,7 @@ GATED_FILE = """\
 import pathlib
 import time
 
-# The registered tree's gate: the run tests a copy of the tree (source_tree.py).
+# Outside the tree and the host's /tmp (tests/support/gates.py): the sandbox sees it.
 GATE = pathlib.Path("{gate}")
 
 
@@ -189,8 +190,9 @@ def test_waits_for_the_gate_{n}():
 """
 
 
-def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(workers: Workers) -> None:
-    gate = workers.tmp_path / "pyonly" / "gate"
+def test_a_shard_whose_worker_dies_is_taken_over_by_the_runs_owner(
+    workers: Workers, gate: Path
+) -> None:
     suite = {f"test_gated_{n}.py": GATED_FILE.format(n=n, gate=gate) for n in range(4)}
     engine, run_id = _start_run(workers, suite)
 

@@ -35,6 +35,7 @@ from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
 from tests.support.fake_torch import build_wheel
 from tests.support.file_server import LOOPBACK_WHEELS_ENV, serve_directory
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.live_server import free_port
 from tests.support.processes import Processes, celery_worker, uvicorn_api
 from tests.support.pyonly import write_pyonly_backend
@@ -125,12 +126,11 @@ class Stack:
 
 
 @pytest.fixture
-def stack(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Stack]:
+def stack(fresh_postgres_url: str, tmp_path: Path, gate: Path) -> Iterator[Stack]:
     broker = empty_broker(REDIS_URL)
 
     engine = make_engine(fresh_postgres_url)
     upgrade(engine)
-    gate = tmp_path / "gate"
     backend_dir = write_pyonly_backend(
         tmp_path / "pyonly", {"test_suite.py": SUITE.replace("@GATE@", str(gate))}
     )

@@ -19,6 +19,7 @@ from service.db import session_scope
 from service.domain.targets import nightly_targets
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.pyonly import write_pyonly_backend
 from workers.jobs.nightly import plan_nightly
 from workers.pipeline.execute import execute_run
@@ -115,7 +116,7 @@ def test_rerun_creates_one_pending_run_with_the_failed_tests(
         ]
 
 
-def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path) -> None:
+def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path, gate: Path) -> None:
     suite = (
         "import os\n"
         "def test_ok():\n    pass\n"
@@ -131,7 +132,7 @@ def test_a_rerun_runs_only_the_failed_tests(engine: Engine, tmp_path: Path) -> N
         first_id = create_run(
             s, get_or_create_backend(s, "pyonly", str(source)), "installed", trigger="nightly"
         ).id
-    mark = tmp_path / "fixed"
+    mark = gate  # where the sealed tests see it
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FIXED_MARK", str(mark))
         assert execute_run(engine, settings, first_id, "w") == RunState.FAILED

@@ -30,6 +30,7 @@ import pytest
 
 from service.db import make_engine
 from service.migrate import upgrade
+from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.git_repos import Remote, make_remote, push_payload
 from tests.support.live_server import free_port
 from tests.support.processes import Processes, celery_worker, uvicorn_api
@@ -44,7 +45,8 @@ SECRET = "rehearsal-webhook-secret"
 TOKEN = "rehearsal-api-token"
 LEASE_S = 60  # the smallest lease settings accept: the take-over waits for it once
 
-# The build waits for a gate outside the backend's tree, printing as a compiler would, so
+# The build waits for a gate outside the backend's tree (and the host's /tmp, which a
+# sealed build does not see: tests/support/gates.py), printing as a compiler would, so
 # the run stays in its build step until the rehearsal has followed its log and killed the
 # worker running it.
 BUILD = """\
@@ -167,10 +169,10 @@ def deployment(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Deployment]:
 
 
 @pytest.fixture
-def remote(tmp_path: Path) -> Remote:
+def remote(tmp_path: Path, gate: Path) -> Remote:
     r = make_remote(tmp_path / "vendor-repo")
     backend = write_pyonly_backend(r.work / "backend", {"test_suite.py": SUITE})
-    (backend / "build.py").write_text(BUILD.replace("@GATE@", str(tmp_path / "gate")))
+    (backend / "build.py").write_text(BUILD.replace("@GATE@", str(gate)))
     recipe = (backend / "ootci.toml").read_text()
     (backend / "ootci.toml").write_text(recipe.replace(
         """command = ["{python}", "-c", "print('nothing to compile')"]""",
@@ -180,7 +182,7 @@ def remote(tmp_path: Path) -> Remote:
 
 
 def test_push_webhook_build_kill_take_over_verdict(
-    deployment: Deployment, remote: Remote, tmp_path: Path
+    deployment: Deployment, remote: Remote, tmp_path: Path, gate: Path
 ) -> None:
     dep = deployment
     registered = httpx.post(
@@ -236,7 +238,7 @@ def test_push_webhook_build_kill_take_over_verdict(
     dep.procs[owner].wait(10)
     timeline.mark(f"kill -9 {owner} mid-build")
     assert dep.run(run_id)["state"] == "running"  # the dead worker's lease still holds it
-    (tmp_path / "gate").touch()  # the next attempt's build does not wait
+    gate.touch()  # the next attempt's build does not wait
 
     survivor = next(name for name in ("machine-a", "machine-b") if name != owner)
     taken = wait_until(lambda: (r := dep.run(run_id))["attempts"] == 2 and r, LEASE_S + 180,

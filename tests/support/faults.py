@@ -3,11 +3,14 @@ steers through files, `ootci` as a real process, and finding processes by a mark
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # argv[1] is the test's marker: the build and the grandchild it leaves carry it, so the
 # test finds them among all processes by their command line, whatever pid namespace the
-# sandbox put them in. Until `go` exists in the registered tree (the run builds a copy of
-# it, so the script names that tree, @HERE@), the build prints 1 KB every 20 ms
-# (enough to fill a pipe nobody drains within a second); then it prints `lines` more.
+# sandbox put them in. Until `go` exists in the steering dir (@HERE@: outside the tree,
+# which the run copies, and outside /tmp, which a sealed build does not see), the build
+# prints 1 KB every 20 ms (enough to fill a pipe nobody drains within a second); then it
+# prints `lines` more.
 BUILD_SCRIPT = """\
 import pathlib, subprocess, sys, time
 marker = sys.argv[1]
@@ -53,10 +57,18 @@ timeout_per_test = 120
 SUITE = "def test_ok():\n    assert 1 + 1 == 2\n"
 
 
+def _steering_dir(backend: Path) -> Path:
+    return backend / "steer"  # a link to the dir the build watches
+
+
 def write_fault_backend(root: Path, marker: str) -> Path:
     backend = write_pyonly_backend(root, {"test_ok.py": SUITE})
     (backend / "ootci.toml").write_text(RECIPE.format(marker=marker))
-    (backend / "build_script.py").write_text(BUILD_SCRIPT.replace("@HERE@", str(backend)))
+    steer = Path(tempfile.mkdtemp(prefix="ootci-steer-", dir="/var/tmp"))
+    steer.chmod(0o755)
+    atexit.register(shutil.rmtree, steer, True)
+    _steering_dir(backend).symlink_to(steer)
+    (backend / "build_script.py").write_text(BUILD_SCRIPT.replace("@HERE@", str(steer)))
     # The sandbox runs the build as another uid: it must reach the tree through tmp_path.
     for parent in [backend, *backend.parents]:
         if parent == Path("/"):
@@ -67,7 +79,7 @@ def write_fault_backend(root: Path, marker: str) -> Path:
 
 
 def let_build_finish(backend: Path, extra_lines: int = 0) -> None:
-    (backend / "go").write_text(str(extra_lines))
+    (_steering_dir(backend) / "go").write_text(str(extra_lines))
 
 
 def pids_with(marker: str) -> list[int]:

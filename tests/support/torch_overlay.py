@@ -39,6 +39,9 @@ def overlay_of_installed_torch(
     """``root/torch``: the installed torch with ``version``/``git_version`` and each
     ``patches`` file (relative to the torch package) rewritten by its function. Returns
     ``root``, for ``path:<root>``. Skips when hard links cannot reach ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    # pytest's dirs are 0700: the sandbox uid every step runs as must read a path: torch.
+    root.chmod(0o755)
     try:
         shutil.copytree(installed_torch(), root / "torch", copy_function=os.link)
     except shutil.Error as exc:  # EXDEV: tmp on another filesystem than the venv

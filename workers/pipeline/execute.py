@@ -41,6 +41,7 @@ from workers.pipeline.cache.gc import collect_garbage_per_settings, remove_tree
 from workers.pipeline.cache.layout import build_dir as cache_build_dir
 from workers.pipeline.cache.layout import stamp
 from workers.pipeline.env.commit_dates import commit_date
+from workers.pipeline.env.probe_sandbox import probe_sandbox
 from workers.pipeline.env.provision import provision
 from workers.pipeline.env.resolve import parse_spec
 from workers.pipeline.env.run_env import private_env
@@ -64,7 +65,7 @@ from workers.pipeline.run_context import (
     ignore_events,
     infra_reason,
 )
-from workers.pipeline.steps.build import build, build_sandbox
+from workers.pipeline.steps.build import build, build_sandbox, ccache_dir_for
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe, load_recipe
 from workers.pipeline.steps.source_tree import RunTree, Source, run_tree
@@ -320,7 +321,8 @@ def _provision_step(ctx: RunContext, spec_text: str) -> TorchEnv | StepOutcome:
         committed = commit_date(settings, spec.commit, sink) if spec.kind is SourceKind.COMMIT else None
         try:
             base = provision(spec, settings.resolved_cache_dir, sink, commit_date=committed,
-                             package_cache=settings.resolved_package_cache_dir)
+                             package_cache=settings.resolved_package_cache_dir,
+                             probe_sandbox=probe_sandbox(settings, ctx.child_policy))
         except TorchUnusable as exc:
             sink.write(f"ootci: {exc}\n")
             outcomes.append(StepOutcome(OutcomeStatus.FAILED, None, str(exc)[:2000], sink.path))
@@ -367,7 +369,8 @@ def _build_step(ctx: RunContext, recipe: Recipe, env: TorchEnv, build_dir: Path)
     with ctx.step(StepName.BUILD) as (sink, outcomes):
         sandbox = build_sandbox(ctx.settings, ctx.child_policy, recipe, env, build_dir, ctx.run_dir)
         outcome = build(
-            recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox
+            recipe, env, build_dir, sink, timeout_s=ctx.settings.step_timeout_s, sandbox=sandbox,
+            ccache_dir=ccache_dir_for(ctx.settings, recipe),
         )
         outcomes.append(outcome)
     return outcome

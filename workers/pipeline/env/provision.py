@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ from workers.pipeline.env.resolve import Artifact, resolve
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.errors import ProvisionError, SpecError, TorchUnusable
 from workers.pipeline.isolation.procs import child_env, run_streaming
+from workers.pipeline.isolation.sandbox import StepSandbox, hand_over
 from workers.pipeline.logs.sink import LogSink
 
 # What every backend suite can count on besides torch.
@@ -67,28 +69,60 @@ _PROBE = (
 )
 
 
+# The sandbox an import probe runs in (the run's: ``probe_sandbox.py``), given what it
+# reads and what it may write: the env being made, so the bytecode the import compiles is
+# kept for every later run (envcache.share_bytecode).
+ProbeSandbox = Callable[[Sequence[Path], Sequence[Path]], StepSandbox]
+
+
 # ---------------------------------------------------------------------------- probing
 def _probe(
-    python: Path, pythonpath: tuple[Path, ...], what: str, log: LogSink | None = None
+    python: Path, pythonpath: tuple[Path, ...], what: str, log: LogSink | None = None,
+    sandbox_for: ProbeSandbox | None = None, writes: Sequence[Path] = (),
 ) -> dict[str, str]:
-    """Import torch with ``python`` and return its version, git_version and file. A torch
+    """Import torch with ``python`` and return its version, git_version and file, in the
+    sandbox ``sandbox_for`` makes (the import runs the wheel's or the tree's code). A torch
     that does not import is ``TorchUnusable``, with the innermost error of the import (asked
     again through ``import_probe``, from a neutral dir) written to ``log``."""
+    sandbox = sandbox_for([python.parent.parent, *pythonpath], writes) if sandbox_for else None
+    if sandbox is not None:
+        sandbox.prepare(log.write if log is not None else None)
+    try:
+        return _probe_in(python, pythonpath, what, log, sandbox)
+    finally:
+        if sandbox is not None and os.geteuid() == 0:
+            for path in writes:  # a shared env is root's again before anyone uses it
+                hand_over(path, 0)
+
+
+def _probe_in(
+    python: Path, pythonpath: tuple[Path, ...], what: str, log: LogSink | None,
+    sandbox: StepSandbox | None,
+) -> dict[str, str]:
     # Autoloaded device backends are not what is being asked about, and one that is broken
     # against this torch must not hide the torch's own version.
     environ = child_env({"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, pythonpath_front=pythonpath)
-    try:
-        proc = subprocess.run(
-            [str(python), "-c", _PROBE], env=environ, capture_output=True, text=True, timeout=600
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
-    for line in proc.stdout.splitlines():
-        if line.startswith("OOTCI_TORCH="):
-            return dict(json.loads(line.removeprefix("OOTCI_TORCH=")))
-    with tempfile.TemporaryDirectory(prefix="ootci-probe-") as neutral:
+    # In the sandbox the worker's /tmp is the run's TMPDIR: the neutral dir is made there.
+    scratch = str(sandbox.tmp) if sandbox is not None and sandbox.tmp is not None else None
+    with tempfile.TemporaryDirectory(prefix="ootci-probe-", dir=scratch) as tmp:
+        neutral = Path(tmp)
+        command = [str(python), "-c", _PROBE]
+        if sandbox is not None:
+            sandbox.own_dir(neutral)
+            command = sandbox.command(command, neutral)
         try:
-            result = probe_import(python, "torch", without_autoload(environ), Path(neutral))
+            proc = subprocess.run(
+                command, cwd=neutral, env=environ, capture_output=True, text=True,
+                timeout=600, preexec_fn=sandbox.preexec() if sandbox is not None else None,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
+        for line in proc.stdout.splitlines():
+            if line.startswith("OOTCI_TORCH="):
+                return dict(json.loads(line.removeprefix("OOTCI_TORCH=")))
+        try:
+            result = probe_import(python, "torch", without_autoload(environ), neutral,
+                                  sandbox=sandbox)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
     text = decisive_text(result, torch_itself=True)
@@ -205,7 +239,8 @@ def _seal(venv: Path) -> None:
 
 
 def _provision_venv(
-    spec: TorchSpec, artifact: Artifact, cache_dir: Path, installer: Installer, log: LogSink
+    spec: TorchSpec, artifact: Artifact, cache_dir: Path, installer: Installer, log: LogSink,
+    probe_sandbox: ProbeSandbox | None = None,
 ) -> TorchEnv:
     key = _key(name=artifact.name, version=artifact.version, sha256=artifact.sha256 or artifact.url)
     venv = env_dir(cache_dir, key)
@@ -234,7 +269,7 @@ def _provision_venv(
                 linked = envcache.adopt_bytecode(venv, bytecode)
                 if linked:
                     log.write(f"ootci: linked {linked} compiled modules from {bytecode}")
-            probe = _probe(python, (), spec.text, log)
+            probe = _probe(python, (), spec.text, log, probe_sandbox, writes=(venv,))
         except BaseException:
             envcache.remove(venv)
             raise
@@ -301,18 +336,21 @@ def provision(
     commit_date: dt.date | None = None,
     package_cache: Path | None = None,
     installer: Installer | None = None,
+    probe_sandbox: ProbeSandbox | None = None,
 ) -> TorchEnv:
     """The base env of ``spec``: shared, read-only, verified on reuse. A run builds and
     tests in a private overlay of it (``run_env.private_env``). ``package_cache`` is the
     installer's (``Settings.package_cache_dir``), default ``<cache_dir>/packages``;
-    ``installer`` defaults to uv when there is one, else pip."""
+    ``installer`` defaults to uv when there is one, else pip. Each ``import torch`` probe
+    runs in the sandbox ``probe_sandbox`` makes (none: unsandboxed, for callers outside a
+    run)."""
     cache_dir = Path(cache_dir).resolve()
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: provisioning torch for {spec.text!r}")
     if spec.kind == SourceKind.INSTALLED:
         python = Path(sys.executable)
         try:
-            probe = _probe(python, (), spec.text)
+            probe = _probe(python, (), spec.text, None, probe_sandbox)
         except ProvisionError as exc:
             raise SpecError(
                 f"'installed': the interpreter running ootci has no usable torch: {exc}"
@@ -329,7 +367,7 @@ def provision(
             raise SpecError(
                 f"torch spec {spec.text!r}: {root} is not a torch install (no torch/__init__.py)"
             )
-        probe = _probe(Path(sys.executable), (root,), spec.text, log)
+        probe = _probe(Path(sys.executable), (root,), spec.text, log, probe_sandbox)
         if not Path(probe["file"]).resolve().is_relative_to(root):
             raise ProvisionError(f"{root}: PYTHONPATH did not win, torch came from {probe['file']}")
         key = _key(
@@ -348,4 +386,4 @@ def provision(
         )
     artifact = resolve(spec, cache_dir, log, commit_date=commit_date)
     installer = installer or Installer.detect(Path(package_cache or default_package_cache(cache_dir)).resolve())
-    return _provision_venv(spec, artifact, cache_dir, installer, log)
+    return _provision_venv(spec, artifact, cache_dir, installer, log, probe_sandbox)

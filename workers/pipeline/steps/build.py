@@ -38,7 +38,7 @@ def _capped(requested: str | None) -> str:
 
 
 def build_environ(
-    recipe: Recipe, env: TorchEnv, build_dir: Path, cache_dir: Path | None
+    recipe: Recipe, env: TorchEnv, build_dir: Path, ccache_dir: Path | None
 ) -> dict[str, str]:
     overrides = {
         # The C locale gives ASCII quotes and English messages from compilers, so the
@@ -55,8 +55,9 @@ def build_environ(
         # CMake >= 3.17 reads these variables, so any CMake-based backend gets ccache.
         overrides.setdefault("CMAKE_C_COMPILER_LAUNCHER", "ccache")
         overrides.setdefault("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
-        if cache_dir is not None:
-            overrides.setdefault("CCACHE_DIR", str(cache_dir / "ccache"))
+        if ccache_dir is not None:
+            # Not the recipe's to choose: the backend's own cache (``ccache_dir_for``).
+            overrides["CCACHE_DIR"] = str(ccache_dir)
     return child_env(overrides, pythonpath_front=env.pythonpath)
 
 
@@ -67,30 +68,42 @@ def default_lock_file(source_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"ootci-build-{digest}.lock"
 
 
+def ccache_dir_for(settings: Settings, recipe: Recipe) -> Path:
+    """The backend's own ccache dir. A ccache entry is an object file the next build links
+    without compiling it: whoever can write the cache can put code into every build that
+    reads it. Builds of one backend (one author's code, any torch) may share theirs; two
+    backends never do, so one backend's build cannot plant objects in another's."""
+    return settings.resolved_cache_dir / "ccache" / recipe.name
+
+
 def build_sandbox(
     settings: Settings, policy: ChildEnvPolicy, recipe: Recipe, env: TorchEnv, build_dir: Path,
     run_dir: Path,
 ) -> StepSandbox:
-    """The sandbox a run's build runs in (its own, or the isolating run's on another torch).
-    It installs into the run's private env ``env``, never into the shared base, from the
-    run's own copy of the source (steps/source_tree.py), never the registered tree; ccache
-    keeps its default, machine-wide dir: every env and build dir shares it."""
-    ccache = child_env({}).get("CCACHE_DIR")
+    """The sandbox a run's build runs in (its own, or the isolating run's on another torch):
+    sealed like every step that runs the backend's code. It writes only the run's HOME and
+    TMPDIR, the build dir, the run's private env ``env`` (never the shared base), the run's
+    own copy of the source (steps/source_tree.py, never the registered tree) and the
+    backend's own ccache dir; the network only when the recipe asks for it."""
     own = [policy.home, policy.tmpdir, build_dir]
     return sandbox_for_build(
         settings,
-        writable=[*own, env.venv_dir, recipe.source_dir, *([Path(ccache)] if ccache else [])],
+        writable=[*own, env.venv_dir, recipe.source_dir, ccache_dir_for(settings, recipe)],
         visible=[*env.pythonpath, run_dir],
         watched=own,
         read_only=shared_read_only(settings, env),
+        tmp=policy.tmpdir,
+        network=recipe.build_network,
     )
 
 
-def _install_build_requires(recipe: Recipe, env: TorchEnv, build_dir: Path, log: LogSink) -> bool:
+def _install_build_requires(
+    recipe: Recipe, env: TorchEnv, build_dir: Path, log: LogSink, sandbox: StepSandbox | None,
+) -> bool:
     """``[build] requires`` into the run's own env before the build: a
     ``--no-build-isolation`` build sees nothing else."""
     return install_requirements(env, recipe.build_requires, build_dir, log,
-                                what="the recipe's [build] requires")
+                                what="the recipe's [build] requires", sandbox=sandbox)
 
 
 def build(
@@ -100,7 +113,7 @@ def build(
     log: LogSink,
     *,
     timeout_s: int,
-    cache_dir: Path | None = None,
+    ccache_dir: Path | None = None,
     lock_file: Path | None = None,
     sandbox: StepSandbox | None = None,
 ) -> StepOutcome:
@@ -113,17 +126,19 @@ def build(
     """
     build_dir.mkdir(parents=True, exist_ok=True)
     command = expand(recipe.build_command, python=str(env.python))
-    environ = build_environ(recipe, env, build_dir, cache_dir)
+    environ = build_environ(recipe, env, build_dir, ccache_dir)
     lock_path = lock_file or default_lock_file(recipe.source_dir)
     log.write(f"ootci: building {recipe.name} against torch {env.version} ({env.spec})")
-    if recipe.build_requires and not _install_build_requires(recipe, env, build_dir, log):
+    if sandbox is not None:
+        log.write(sandbox.describe())
+        sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
+    if recipe.build_requires and not _install_build_requires(recipe, env, build_dir, log,
+                                                             sandbox):
         return StepOutcome(
             StepStatus.FAILED, None,
             "could not install [build] requires: " + " ".join(recipe.build_requires), log.path,
         )
     if sandbox is not None:
-        log.write(sandbox.describe())
-        sandbox.prepare()
         command = sandbox.command(command, recipe.source_dir)
     with lock_path.open("a") as lock:
         # Waiting for the lock is not build time: the timeout starts once we hold it.

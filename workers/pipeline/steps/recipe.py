@@ -7,6 +7,7 @@ name = "torch_openreg"
 command = ["{python}", "-m", "pip", "install", "--no-build-isolation", "--no-deps", "."]
 env = { MAX_JOBS = "2" }              # optional
 requires = ["pyyaml", "ninja"]        # optional: pip requirements the build imports
+network = false                       # optional: true lets the build command reach the network
 [test]
 command = ["{python}", "-m", "pytest", "tests", "--junitxml={junit}"]
 timeout_per_test = 300                # optional, seconds
@@ -21,7 +22,8 @@ Commands run from the backend dir. ``{python}`` becomes the provisioned interpre
 ``[test] env`` becomes ``Recipe.test_env``: a test switch must not change what gets built.
 ``[build] requires`` are what the build itself needs besides torch, setuptools and wheel
 (a ``--no-build-isolation`` build sees only the run's env), installed into the run's env
-before the build command. ``[test] requires`` are the suite's own dependencies, installed
+before the build command (by ootci's pip, with the network). The build command itself
+runs without network unless ``[build] network = true``. ``[test] requires`` are the suite's own dependencies, installed
 into the run's env before it runs; without it, the backend's
 ``[project.optional-dependencies] test`` (pyproject.toml). docs/recipes.md is the
 reference of every key.
@@ -59,6 +61,8 @@ class Recipe:
     # [conformance] device: the device type the conformance suite tests; None = not run.
     conformance_device: str | None = None
     conformance_import: str | None = None  # [conformance] import
+    # [build] network: the build command may reach the network (default: no network).
+    build_network: bool = False
 
     def summary(self) -> dict[str, object]:
         """What the registry shows of the recipe (``backends.recipe``)."""
@@ -72,7 +76,7 @@ class Recipe:
 
 _KNOWN = {
     "backend": {"name"},
-    "build": {"command", "env", "requires"},
+    "build": {"command", "env", "requires", "network"},
     "test": {"command", "timeout_per_test", "env", "requires"},
 }
 # Tables a recipe may leave out.
@@ -134,6 +138,9 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
     build_command = _command(data, "build", path)
     test_command = _command(data, "test", path)
 
+    network = data["build"].get("network", False)
+    if not isinstance(network, bool):
+        raise RecipeError(f"{path}: build.network must be true or false, got {network!r}")
     timeout = data["test"].get("timeout_per_test", 300)
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
         raise RecipeError(
@@ -151,6 +158,7 @@ def _parse(data: dict[str, Any], path: Path, source_dir: Path) -> Recipe:
         test_requires=_test_requires(data, path, source_dir),
         conformance_device=device,
         conformance_import=device_import,
+        build_network=network,
     )
 
 

@@ -26,7 +26,7 @@ from workers.pipeline.steps.tree_facts import ALWAYS_THERE, TreeFacts
 
 KEYS = {
     "backend": {"name"},
-    "build": {"command", "env", "requires"},
+    "build": {"command", "env", "requires", "network"},
     "test": {"command", "timeout_per_test", "env", "requires"},
     "conformance": {"device", "import"},
 }
@@ -106,6 +106,9 @@ def _values(table: str, section: dict[str, Any]) -> list[Problem]:
     if not isinstance(requires, list) or not all(isinstance(r, str) and r.strip() for r in requires):
         problems.append(Problem(f"{table}.requires", "must be a list of pip requirements",
                                 f'{table}.requires = ["pyyaml>=6"]'))
+    if table == "build" and not isinstance(section.get("network", False), bool):
+        problems.append(Problem("build.network", f"must be true or false, got {section['network']!r}",
+                                "network = true (only for a build that downloads)"))
     timeout = section.get("timeout_per_test", 300) if table == "test" else 1
     if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0:
         problems.append(Problem("test.timeout_per_test", f"must be a positive integer, got {timeout!r}",

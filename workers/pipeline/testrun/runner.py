@@ -163,9 +163,9 @@ def _prepare(
     sandbox = options.sandbox
     if sandbox is not None:
         log.write(sandbox.describe())
-        sandbox.prepare()
+        sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
     (work_dir / RESULTS_FILE).unlink(missing_ok=True)
-    install_test_requirements(recipe, env, work_dir, log)
+    install_test_requirements(recipe, env, work_dir, log, sandbox)
     per_test_s = min(recipe.timeout_per_test_s, options.per_test_timeout_s)
     timeout_args: tuple[str, ...] = ()
     if has_module(env, "pytest_timeout", sandbox):
@@ -201,7 +201,10 @@ def _explained(outcome: PartResult, suite: _Suite, work_dir: Path, log: LogSink)
     return PartResult(records, outcome.first, problem)
 
 
-def install_test_requirements(recipe: Recipe, env: TorchEnv, work_dir: Path, log: LogSink) -> bool:
+def install_test_requirements(
+    recipe: Recipe, env: TorchEnv, work_dir: Path, log: LogSink,
+    sandbox: StepSandbox | None = None,
+) -> bool:
     """Install the suite's own dependencies (``[test] requires`` or the backend's ``test``
     extra) into the run's env. A failure is logged, not raised: the suite then reports what
     it misses, and a missing module that is neither torch nor the backend is classified as
@@ -209,7 +212,7 @@ def install_test_requirements(recipe: Recipe, env: TorchEnv, work_dir: Path, log
     if not recipe.test_requires:
         return True
     return install_requirements(env, recipe.test_requires, work_dir, log,
-                                what="the suite's test requirements")
+                                what="the suite's test requirements", sandbox=sandbox)
 
 
 def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:

@@ -25,7 +25,8 @@ def suite_sandbox(
     run_dir: Path,
 ) -> StepSandbox:
     """The suite sees the run's env over its read-only base, the build, the source and
-    ootci's pytest plugin; it writes only its own dirs (HOME, TMPDIR, ``work_dir``)."""
+    ootci's pytest plugin; it writes only its own dirs (HOME, TMPDIR at /tmp too,
+    ``work_dir``)."""
     own = [policy.home, policy.tmpdir, work_dir]
     return sandbox_for_tests(
         settings,
@@ -34,4 +35,5 @@ def suite_sandbox(
                  PLUGIN_DIR, run_dir, pytest_config_stop(settings.resolved_cache_dir)],
         watched=own,
         read_only=shared_read_only(settings, env),
+        tmp=policy.tmpdir,
     )

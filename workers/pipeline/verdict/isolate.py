@@ -46,6 +46,7 @@ from service.queries.torch_builds import NoRecordedTorch, recorded_torch
 from workers.pipeline.cache.layout import build_dir as cache_build_dir
 from workers.pipeline.cache.layout import stamp
 from workers.pipeline.env.commit_dates import commit_date
+from workers.pipeline.env.probe_sandbox import probe_sandbox
 from workers.pipeline.env.provision import provision
 from workers.pipeline.env.resolve import parse_spec
 from workers.pipeline.env.run_env import private_env
@@ -55,7 +56,7 @@ from workers.pipeline.isolation.child_env import ChildEnvPolicy
 from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
-from workers.pipeline.steps.build import build, build_sandbox
+from workers.pipeline.steps.build import build, build_sandbox, ccache_dir_for
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
@@ -283,7 +284,8 @@ def _provisioned(
     try:
         committed = commit_date(settings, spec.commit, log) if spec.kind is SourceKind.COMMIT else None
         base = provision(spec, settings.resolved_cache_dir, log, commit_date=committed,
-                         package_cache=settings.resolved_package_cache_dir)
+                         package_cache=settings.resolved_package_cache_dir,
+                         probe_sandbox=probe_sandbox(settings, where.policy))
     except PipelineError as exc:
         return None, f"torch {spec.text!r} could not be provisioned: {exc}"
     torch = _identity(base)
@@ -376,7 +378,7 @@ def _build(
     path.unlink(missing_ok=True)
     with LogSink(path, on_line=log.write, masker=where.masker) as build_log:
         outcome = build(recipe, env, build_dir, build_log, timeout_s=settings.step_timeout_s,
-                        sandbox=sandbox)
+                        sandbox=sandbox, ccache_dir=ccache_dir_for(settings, recipe))
     log.write(f"ootci: the build on the reference torch {outcome.status}: {outcome.summary}")
     if outcome.status is StepStatus.PASSED:
         return outcome, None

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
+from service.domain.verdict import ErrorKind
 from tests.support.paths import REPO_ROOT
 from workers.pipeline.isolation.procs import run_streaming, signal_of
 from workers.pipeline.isolation.sandbox import (
     DiskBudget,
     Limits,
+    SandboxUnusable,
     StepSandbox,
     probe,
     sandbox_for_build,
@@ -79,7 +81,9 @@ def test_header_names_every_layer(tmp_path: Path) -> None:
     header = sandbox_for_build(settings, writable=[tmp_path / "w"], visible=[],
                                watched=[]).describe()
     assert header.startswith("ootci: sandbox: rlimits (address space 262144 MB, 512 processes")
-    assert "disk budget 20480 MB" in header and "network on" in header
+    assert "disk budget 20480 MB" in header and "network on" not in header
+    online = sandbox_for_build(settings, writable=[], visible=[], watched=[], network=True)
+    assert "network on" in online.describe()
     support = probe(settings.sandbox_uid)
     assert ("pid/ipc namespaces via bwrap" in header) == (support.bwrap is not None)
 
@@ -119,18 +123,48 @@ def test_test_step_has_no_network_and_cannot_see_the_worker(
         assert "worker visible False" in out
 
 
-def test_uid_drop_is_refused_and_reported_when_the_uid_cannot_read_the_env(
+def test_a_dir_the_sandbox_uid_cannot_pass_is_hidden_and_what_is_needed_bound_back(
     tmp_path: Path,
 ) -> None:
+    """Like the Python under a 0700 /root: the step still drops to the sandbox uid, sees
+    the env it needs and nothing else of the private dir."""
+    settings = Settings(home=tmp_path / "home")
+    support = probe(settings.sandbox_uid)
+    if not (support.root and support.setpriv and support.bwrap):
+        pytest.skip(f"needs root, setpriv and bwrap: {support.describe()}")
+    private = tmp_path / "private"
+    (private / "env").mkdir(parents=True)
+    (private / "env" / "lib.py").write_text("x = 1\n")
+    (private / "env" / "lib.py").chmod(0o644)
+    (private / "secret").write_text("s3cret\n")
+    private.chmod(0o700)
+    sandbox = sandbox_for_tests(settings, writable=[tmp_path / "w"], visible=[private / "env"],
+                                watched=[])
+    assert sandbox.uid == 65534 and any(private.is_relative_to(h) for h in sandbox.hidden)
+    sandbox.prepare()
+    code, out = _run(sandbox, (
+        "import os\n"
+        f"print('uid', os.getuid(), open('{private / 'env' / 'lib.py'}').read().strip())\n"
+        f"print('secret there', os.path.exists('{private / 'secret'}'))\n"
+    ), tmp_path / "w")
+    assert code == 0, out
+    assert "uid 65534 x = 1" in out and "secret there False" in out
+
+
+def test_a_step_that_cannot_drop_root_is_refused_as_infra(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home")
     if probe(settings.sandbox_uid).setpriv is None:
         pytest.skip("not root or no setpriv: no uid drop to refuse")
-    private = tmp_path / "private"
-    (private / "env").mkdir(parents=True)
-    private.chmod(0o700)
-    sandbox = sandbox_for_tests(settings, writable=[], visible=[private / "env"], watched=[])
-    assert sandbox.uid is None
-    assert f"uid stays 0: {private / 'env'} is not readable by uid 65534" in sandbox.describe()
+    unreadable = tmp_path / "env"
+    unreadable.mkdir(mode=0o700)
+    sandbox = sandbox_for_build(settings, writable=[], visible=[unreadable], watched=[])
+    said: list[str] = []
+    with pytest.raises(SandboxUnusable) as refused:
+        sandbox.prepare(said.append)
+    why = f"ootci: sandbox: cannot set up the sandbox: {unreadable} is not readable by uid 65534"
+    assert str(refused.value).startswith(why) and said == []  # describe() says it first
+    assert refused.value.kind is ErrorKind.INFRA
+    assert sandbox.describe() == str(refused.value)
 
 
 def test_a_shielded_worker_environ_is_unreadable_to_its_same_uid_children(
@@ -160,3 +194,113 @@ def test_a_shielded_worker_environ_is_unreadable_to_its_same_uid_children(
     )
     assert proc.returncode == 0, proc.stderr
     assert "PermissionError" in proc.stdout and "tok-shielded" not in proc.stdout
+
+
+def _sealed_for(tmp_path: Path, **kw: object) -> StepSandbox:
+    settings = Settings(home=tmp_path / "home", sandbox_cpu_time_s=60)
+    support = probe(settings.sandbox_uid)
+    if not support.bwrap:
+        pytest.skip(f"no working bwrap: {support.describe()}")
+    sandbox = sandbox_for_build(settings, writable=[tmp_path / "w", tmp_path / "tmp"],
+                                visible=[REPO_ROOT], watched=[tmp_path / "w", tmp_path / "tmp"],
+                                tmp=tmp_path / "tmp", **kw)  # type: ignore[arg-type]
+    sandbox.prepare()
+    return sandbox
+
+
+def test_a_setsid_daemon_does_not_outlive_its_step(tmp_path: Path) -> None:
+    """The step's processes live in its pid namespace: when the step's command ends, the
+    namespace goes and every process in it, a daemon that left the process group too."""
+    sandbox = _sealed_for(tmp_path)
+    pidfile = tmp_path / "w" / "daemon.pid"
+    code, out = _run(sandbox, (
+        "import subprocess, sys\n"
+        "subprocess.Popen(['setsid', sys.executable, '-c', "
+        "'import time, os; open(os.environ[\"P\"], \"w\").write(str(os.getpid())); "
+        "time.sleep(120)'], env={'P': sys.argv[1] if len(sys.argv) > 1 else '"
+        f"{pidfile}'}}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL, start_new_session=True)\n"
+        "import time, os\n"
+        f"while not os.path.exists('{pidfile}'): time.sleep(0.05)\n"
+        "print('daemon started')\n"
+    ), tmp_path / "w")
+    assert code == 0 and "daemon started" in out, out
+    # The daemon's host pid: any process still sleeping with its command line.
+    survivors = subprocess.run(["pgrep", "-f", "time.sleep\\(120\\)"], capture_output=True,
+                               text=True).stdout.split()
+    assert survivors == [], survivors
+
+
+def test_honest_ipc_works_sealed(tmp_path: Path) -> None:
+    """A private /dev/shm: POSIX semaphores (a fork context's Queue) and shared memory
+    work for the sandbox uid; /tmp is the run's TMPDIR, so what goes there is the run's."""
+    sandbox = _sealed_for(tmp_path)
+    code, out = _run(sandbox, (
+        "import multiprocessing as mp, os\n"
+        "from multiprocessing import shared_memory\n"
+        "q = mp.get_context('fork').Queue(); q.put('queued'); print(q.get(timeout=10))\n"
+        "shm = shared_memory.SharedMemory(create=True, size=16); shm.buf[0] = 7\n"
+        "print('shm', shm.buf[0]); shm.close(); shm.unlink()\n"
+        "open('/tmp/marker', 'w').write('x')\n"
+        "print('uid', os.getuid())\n"
+    ), tmp_path / "w")
+    assert code == 0, out
+    assert "queued" in out and "shm 7" in out
+    assert (tmp_path / "tmp" / "marker").read_text() == "x"  # counted in the run's TMPDIR
+    if os.geteuid() == 0:
+        assert "uid 65534" in out
+
+
+def test_the_root_is_read_only_but_the_run_dirs(tmp_path: Path) -> None:
+    sandbox = _sealed_for(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    outside.chmod(0o777)  # only the mount can stop the write
+    code, out = _run(sandbox, (
+        "for target in ['/etc/cron.d/ootci-attack', "
+        f"'{outside / 'x'}', '{REPO_ROOT / 'planted.pth'}', '{tmp_path / 'w' / 'ok'}']:\n"
+        "    try: open(target, 'w').write('x'); print('wrote', target)\n"
+        "    except OSError as e: print('denied', target, e.strerror)\n"
+    ), tmp_path / "w")
+    assert code == 0, out
+    assert out.count("\ndenied") == 3 and f"wrote {tmp_path / 'w' / 'ok'}" in out
+    assert not (outside / "x").exists() and not (REPO_ROOT / "planted.pth").exists()
+
+
+def test_paths_reached_through_a_symlink_are_bound_resolved(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    (real / "w").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    settings = Settings(home=tmp_path / "home")
+    if not probe(settings.sandbox_uid).bwrap:
+        pytest.skip("no working bwrap")
+    sandbox = sandbox_for_build(settings, writable=[tmp_path / "link" / "w"],
+                                visible=[], watched=[])
+    assert sandbox.writable == (real / "w",)
+    sandbox.prepare()
+    code, out = _run(sandbox, "open('via-link', 'w').write('x'); print('ok')", tmp_path / "link" / "w")
+    assert code == 0 and "ok" in out, out
+    assert (real / "w" / "via-link").exists()
+
+
+def test_a_sandbox_bwrap_cannot_set_up_is_an_infra_error_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    """bwrap refuses before the step's command runs: the step never starts, and the error
+    is the machine's (infra) with bwrap's own words, never the backend's failure."""
+    if not tmp_path.is_relative_to("/tmp"):
+        pytest.skip("needs the test's dirs under /tmp")
+    settings = Settings(home=tmp_path / "home")
+    if not probe(settings.sandbox_uid).bwrap:
+        pytest.skip("no working bwrap")
+    sandbox = sandbox_for_build(settings, writable=[tmp_path / "w"], visible=[], watched=[],
+                                tmp=tmp_path / "tmp")
+    # A file where the sandbox must make the dir leading to the run's dirs under its /tmp
+    # (the run's TMPDIR, as an earlier step left it): bwrap cannot mount there.
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / tmp_path.relative_to("/tmp").parts[0]).write_text("in the way")
+    said: list[str] = []
+    with pytest.raises(SandboxUnusable) as refused:
+        sandbox.prepare(said.append)
+    assert str(refused.value).startswith("ootci: sandbox: cannot set up the sandbox: bwrap: ")
+    assert refused.value.kind is ErrorKind.INFRA and said == [str(refused.value)]

@@ -76,8 +76,10 @@ def test_ccache_on_path_is_wired_into_cmake(
     ccache.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CCACHE_DIR", raising=False)
-    env = build_environ(recipe(tmp_path), torch_env(tmp_path), tmp_path / "b", tmp_path / "cache")
-    assert env["CCACHE_DIR"] == str(tmp_path / "cache" / "ccache")
+    monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "shared"))  # the worker's: not the build's
+    env = build_environ(recipe(tmp_path, CCACHE_DIR="/elsewhere"), torch_env(tmp_path),
+                        tmp_path / "b", tmp_path / "ccache" / "tiny")
+    assert env["CCACHE_DIR"] == str(tmp_path / "ccache" / "tiny")
     assert env["CMAKE_CXX_COMPILER_LAUNCHER"] == env["CMAKE_C_COMPILER_LAUNCHER"] == "ccache"
 
 

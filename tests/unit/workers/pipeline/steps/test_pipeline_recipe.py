@@ -139,3 +139,11 @@ def test_malformed_build_requires_are_refused(tmp_path: Path) -> None:
     text = GOOD.replace('env = { MAX_JOBS = "1" }', 'env = { MAX_JOBS = "1" }\nrequires = "pyyaml"')
     with pytest.raises(RecipeError, match="build.requires"):
         load_recipe(write(tmp_path, text))
+
+
+def test_build_network_is_off_unless_the_recipe_asks(tmp_path: Path) -> None:
+    assert load_recipe(write(tmp_path, GOOD)).build_network is False
+    text = GOOD.replace('env = { MAX_JOBS = "1" }', 'env = { MAX_JOBS = "1" }\nnetwork = true')
+    assert load_recipe(write(tmp_path, text)).build_network is True
+    with pytest.raises(RecipeError, match="build.network must be true or false, got 'yes'"):
+        load_recipe(write(tmp_path, text.replace("network = true", 'network = "yes"')))
