@@ -252,7 +252,11 @@ def _blocker(path: Path, uid: int, covered: Sequence[Path] = (),
             st = part.stat()
         except OSError:
             return part
-        need = stat.S_IXOTH | (stat.S_IROTH if part == path else 0)
+        # Dirs are passed (x) and the path itself read (r): a file needs no x to be read.
+        if part != path:
+            need = stat.S_IXOTH
+        else:
+            need = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(st.st_mode) else 0)
         if st.st_uid != uid and st.st_mode & need != need:
             return part
     return None

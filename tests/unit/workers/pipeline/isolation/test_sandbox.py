@@ -27,6 +27,8 @@ from workers.pipeline.isolation.sandbox import (
 )
 from workers.pipeline.logs.sink import LogSink
 
+pytest_plugins = ["tests.support.dirs"]
+
 LIMITS = Limits(address_space_mb=4096, max_processes=64, file_size_mb=1, cpu_time_s=1,
                 disk_budget_mb=1)
 
@@ -304,3 +306,22 @@ def test_a_sandbox_bwrap_cannot_set_up_is_an_infra_error_with_its_reason(
         sandbox.prepare(said.append)
     assert str(refused.value).startswith("ootci: sandbox: cannot set up the sandbox: bwrap: ")
     assert refused.value.kind is ErrorKind.INFRA and said == [str(refused.value)]
+
+
+def test_a_readable_file_a_step_needs_is_reachable_without_an_execute_bit(
+    world_readable_dir: Path,
+) -> None:
+    """A file (say, the pytest.ini above every run tree) is read, not passed through: its
+    missing x bit must not make the sandbox refuse the step as unreadable."""
+    from workers.pipeline.isolation.sandbox import _blocker
+
+    tmp_path = world_readable_dir
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    ini.chmod(0o644)
+    assert _blocker(ini, 65534) is None
+    ini.chmod(0o600)
+    assert _blocker(ini, 65534) == ini
+    shut = tmp_path / "shut"
+    shut.mkdir(mode=0o700)
+    assert _blocker(shut / "x", 65534) == shut
