@@ -540,7 +540,18 @@ def _hidden_dirs(settings: Settings) -> tuple[Path, ...]:
         if p != Path("/") and p.is_dir() and not _is_under(cwd, p)
     ]
     env_file = cwd / ".env"
-    return (*dirs, *([env_file] if env_file.is_file() else []))
+    return (*dirs, *([env_file] if env_file.is_file() else []), *_secret_files(settings))
+
+
+def _secret_files(settings: Settings) -> tuple[Path, ...]:
+    """The files ootci's secrets were read from (``OOTCI_<NAME>_FILE``, a mounted Docker or
+    Kubernetes secret, usually 0644 under /run/secrets) and the git credentials file: the
+    read-only root would show them to the step otherwise."""
+    named = [v for k, v in os.environ.items() if k.startswith("OOTCI_") and k.endswith("_FILE")]
+    if settings.git_credentials_file is not None:
+        named.append(str(settings.git_credentials_file))
+    found = (Path(v).resolve() for v in named if v)
+    return tuple(dict.fromkeys(p for p in found if p.is_file()))
 
 
 def _own_interpreter() -> tuple[Path, ...]:

@@ -325,3 +325,28 @@ def test_a_readable_file_a_step_needs_is_reachable_without_an_execute_bit(
     shut = tmp_path / "shut"
     shut.mkdir(mode=0o700)
     assert _blocker(shut / "x", 65534) == shut
+
+
+def test_a_secret_file_ootci_read_is_hidden_from_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Docker or Kubernetes secret is a world-readable file (OOTCI_<NAME>_FILE, here
+    outside /tmp, as /run/secrets is); the read-only root would show it to every step. The
+    sandbox hides it (bound over by /dev/null, which a bind makes unopenable: nodev)."""
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        where.chmod(0o755)
+        secret = where / "token"
+        secret.write_text("from-a-mounted-secret-7c1")
+        secret.chmod(0o644)
+        monkeypatch.setenv("OOTCI_API_TOKEN_FILE", str(secret))
+        sandbox = _sealed_for(tmp_path)
+        code, out = _run(sandbox, f"print('read:', open({str(secret)!r}).read() or 'nothing')",
+                         tmp_path / "w")
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    assert "from-a-mounted-secret" not in out
+    assert "PermissionError" in out, out
