@@ -94,6 +94,10 @@ class _Baseline:
     failing: set[str] = field(default_factory=set)  # nodeids failing on the clean torch
 
 
+# The corpus's CMake toolchain file, inside the backend snapshot (see _worker_environ).
+TOOLCHAIN = "corpus-toolchain.cmake"
+
+
 def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict[str, str]:
     env = ootci_process_environ()
     env.update({
@@ -117,9 +121,10 @@ def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict
     if "CMAKE_TOOLCHAIN_FILE" not in env:
         # ccache cannot reuse a compile that uses a precompiled header built in another
         # case dir, so with PCH every mutant is a full rebuild; corpus builds do without.
-        toolchain = work_root / "corpus-toolchain.cmake"
-        toolchain.write_text("set(CMAKE_DISABLE_PRECOMPILE_HEADERS ON)\n", encoding="utf-8")
-        env["CMAKE_TOOLCHAIN_FILE"] = str(toolchain)
+        # The file is in the backend snapshot (snapshot_backend) and named relative: CMake
+        # looks in the source dir, the run's copy, which the sealed build sees (the work
+        # root itself may be under /tmp, which a sealed step does not).
+        env["CMAKE_TOOLCHAIN_FILE"] = TOOLCHAIN
     return env
 
 
@@ -137,6 +142,7 @@ def snapshot_backend(source: Path, dest: Path) -> Path:
     the snapshot inside the work root its paths are cache-relative like the overlays'.
     """
     shutil.copytree(source, dest, ignore=_NOT_SOURCE, symlinks=True)
+    (dest / TOOLCHAIN).write_text("set(CMAKE_DISABLE_PRECOMPILE_HEADERS ON)\n", encoding="utf-8")
     return dest
 
 
