@@ -9,9 +9,6 @@ from the fake GitHub, nothing else is written."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +21,11 @@ from service.api.app import create_app
 from service.config import Settings
 from service.domain.verification import unified_patch
 from service.models import Bisection, Run
+from tests.support.cli import ootci_json as ootci
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
 from tests.support.helpers import RecordingDispatcher
-from tests.support.paths import REPO_ROOT
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
@@ -42,13 +39,6 @@ HEADER = "c10/core/Allocator.h"
 LATER_NIGHTS = {23: "3" * 40, 24: "4" * 40, 25: "5" * 40}
 
 
-def ootci(env: dict[str, str], *args: str) -> tuple[int, Any, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"COLUMNS": "200", **env})
-    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO_ROOT,
-                          env=environ, capture_output=True, text=True, timeout=600)
-    data = json.loads(proc.stdout) if proc.stdout.strip()[:1] in ("{", "[") else None
-    return proc.returncode, data, proc.stderr
 
 
 def _case() -> dict[str, Any]:

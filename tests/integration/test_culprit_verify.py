@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +18,10 @@ from sqlalchemy.orm import Session
 from evals.paths import CULPRIT_CASES
 from service.domain.verification import unified_patch
 from service.models import Breakage, CulpritVerification, Run
+from tests.support.cli import ootci_json as ootci
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
-from tests.support.paths import REPO_ROOT
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
@@ -36,13 +33,6 @@ HEADER = "c10/core/Allocator.h"
 CULPRIT_PR = 120969
 
 
-def ootci(env: dict[str, str], *args: str) -> tuple[int, Any, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"COLUMNS": "200", **env})
-    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO_ROOT,
-                          env=environ, capture_output=True, text=True, timeout=600)
-    data = json.loads(proc.stdout) if proc.stdout.strip()[:1] in ("{", "[") else None
-    return proc.returncode, data, proc.stderr
 
 
 def _case(culprit_patch: str | None) -> dict[str, Any]:

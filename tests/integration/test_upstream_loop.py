@@ -5,10 +5,6 @@ on a real HTTP server speaking GitHub's REST API — once, edited later, resolve
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +12,10 @@ import pytest
 
 from evals.paths import CULPRIT_CASES
 from service.domain.pr_comment import MARKER
+from tests.support.cli import ootci_json as ootci
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
-from tests.support.paths import REPO_ROOT
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
@@ -31,13 +27,6 @@ CASE = CULPRIT_CASES / "allocate-const.json"
 HEADER = "c10/core/Allocator.h"
 
 
-def ootci(env: dict[str, str], *args: str) -> tuple[int, Any, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    environ.update({"COLUMNS": "200", **env})
-    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO_ROOT,
-                          env=environ, capture_output=True, text=True, timeout=600)
-    data = json.loads(proc.stdout) if proc.stdout.strip()[:1] in ("{", "[") else None
-    return proc.returncode, data, proc.stderr
 
 
 @pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

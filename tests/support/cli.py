@@ -4,10 +4,12 @@ variables of the calling shell."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.support.paths import REPO_ROOT
 
@@ -37,3 +39,14 @@ def ootci_at(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
 def evals(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m evals ARGS...`` with its home in ``tmp_path/home``."""
     return run_module("evals", tmp_path / "home", *args, **env)
+
+
+def ootci_json(env: dict[str, str], *args: str) -> tuple[int, Any, str]:
+    """``ootci ARGS...`` with exactly the ``OOTCI_*`` settings in ``env``: its exit code,
+    its stdout as JSON (None when it printed none) and its stderr."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    environ.update({"COLUMNS": "200", **env})
+    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO_ROOT,
+                          env=environ, capture_output=True, text=True, timeout=600)
+    data = json.loads(proc.stdout) if proc.stdout.strip()[:1] in ("{", "[") else None
+    return proc.returncode, data, proc.stderr

@@ -37,6 +37,7 @@ from service.models import (
 )
 from service.queries.test_timings import seconds_per_file
 from service.queries.torch_builds import NoRecordedTorch, recorded_torch
+from service.secrets import make_nondumpable
 from workers.pipeline.cache.gc import collect_garbage_per_settings, remove_tree
 from workers.pipeline.cache.layout import build_dir as cache_build_dir
 from workers.pipeline.cache.layout import stamp
@@ -54,7 +55,6 @@ from workers.pipeline.isolation.procs import Attempt, attempt_scope, reap_groups
 from workers.pipeline.isolation.sandbox import (
     StepSandbox,
     probe,
-    shield_worker_environ,
 )
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.run_context import (
@@ -125,7 +125,7 @@ def execute_run(
                         reaped)
     if settings.sandbox:
         probe(settings.sandbox_uid, settings.bwrap)  # once per process: logs what works
-        shield_worker_environ()
+        make_nondumpable()  # the entry point did; a worker embedded by a caller may not have
     if claimed.attempt == 1:
         _fresh_run_dir(ctx.run_dir)
     try:

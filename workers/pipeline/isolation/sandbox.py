@@ -31,14 +31,13 @@ Every bind source and destination is resolved first (a run dir reached through a
 and a sandbox bwrap cannot set up is found before the step runs (``prepare``): an
 ``infra`` error with bwrap's reason, never the backend's or upstream's failure.
 
-Whatever the layers, ``shield_worker_environ`` keeps the worker's /proc/<pid>/environ (its
+Whatever the layers, ``service.secrets.make_nondumpable`` keeps the worker's /proc/<pid>/environ (its
 secrets) from children of its own uid.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import logging
 import os
@@ -66,7 +65,6 @@ LOG_PREFIX = "ootci: sandbox:"
 _PROBE_TIMEOUT_S = 20
 _DISK_CHECK_EVERY_S = 1.0
 _CPU_GRACE_S = 5
-_PR_SET_DUMPABLE = 4  # <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -191,17 +189,6 @@ def probe(sandbox_uid: int, configured_bwrap: str = "") -> Support:
     )
     log.info("sandbox support: %s", support.describe())
     return support
-
-
-def shield_worker_environ() -> bool:
-    """Make this (worker) process non-dumpable: /proc/<pid>/environ, which holds ootci's
-    secrets, is then unreadable to a build or test running as the same uid (a compose or
-    Kubernetes worker without bwrap). exec resets the flag, so children are unaffected.
-    Costs: no core dumps of the worker, and same-uid debuggers (py-spy) need root."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
 
 
 # --------------------------------------------------------------------------- in the child

@@ -177,8 +177,8 @@ def test_a_shielded_worker_environ_is_unreadable_to_its_same_uid_children(
     # environment; the child is a build running as the same uid.
     worker = (
         "import os, subprocess, sys\n"
-        "from workers.pipeline.isolation.sandbox import shield_worker_environ\n"
-        "assert shield_worker_environ()\n"
+        "from service.secrets import make_nondumpable\n"
+        "assert make_nondumpable()\n"
         "child = 'import os; print(open(f\"/proc/{os.getppid()}/environ\", \"rb\").read())'\n"
         "r = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True)\n"
         "print(r.stdout, r.stderr.splitlines()[-1] if r.stderr else '')\n"
