@@ -233,9 +233,9 @@ def verify_ranked(engine: Engine, settings: Settings, *, opened_by: int | None =
     from workers.jobs.verify import pending
 
     with session_scope(engine) as session:
-        todo = [(b, r) for b, r in pending(session, opened_by=opened_by)
+        due = [(b, r) for b, r in pending(session, opened_by=opened_by)
                 if only is None or b in only]
-    for breakage_id, red_run_id in todo:
+    for breakage_id, red_run_id in due:
         try:
             _verify(settings, breakage_id, red_run_id)
         except Exception as exc:  # a report never fails the run; neither does its check

@@ -18,7 +18,7 @@ def test_pending_takes_ranked_unverified_upstream_breakages_only(engine: Engine)
         backend = make_backend(s)
         runs = [make_run(s, backend, state="failed") for _ in range(6)]
         ranked = dict(culprits=[SUSPECT], range_base_sha="b" * 40)
-        todo = make_breakage(s, backend, runs[0], **ranked)
+        awaiting = make_breakage(s, backend, runs[0], **ranked)
         make_breakage(s, backend, runs[1], range_base_sha="b" * 40)  # not ranked yet
         make_breakage(s, backend, runs[2], category="backend", **ranked)  # not upstream's
         done = make_breakage(s, backend, runs[3], **ranked)
@@ -29,5 +29,5 @@ def test_pending_takes_ranked_unverified_upstream_breakages_only(engine: Engine)
                  trigger_info={"breakage_id": running.id})
         other = make_breakage(s, backend, runs[5], **ranked)
         s.commit()
-        assert pending(s) == [(todo.id, runs[0].id), (other.id, runs[5].id)]
+        assert pending(s) == [(awaiting.id, runs[0].id), (other.id, runs[5].id)]
         assert pending(s, opened_by=runs[5].id) == [(other.id, runs[5].id)]
