@@ -85,6 +85,7 @@ class TestRunOptions:
     ignore_files: Sequence[str] = ()
     file_seconds: Mapping[str, float] | None = None
     restart_budget: int = DEFAULT_RESTART_BUDGET
+    serial_below_s: float = 0.0
 
     @classmethod
     def of_settings(cls, settings: Settings, **options: Any) -> TestRunOptions:
@@ -92,7 +93,8 @@ class TestRunOptions:
         crashes as the settings say."""
         return cls(timeout_s=settings.step_timeout_s, per_test_timeout_s=settings.test_timeout_s,
                    rerun_failures=settings.rerun_failed_tests,
-                   restart_budget=settings.test_restart_budget, **options)
+                   restart_budget=settings.test_restart_budget,
+                   serial_below_s=settings.test_serial_below_s, **options)
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def run_tests(
     if options.only:
         log.write(f"ootci: running only {len(options.only)} test(s): the failures being rerun")
     # A rerun of named failures is small: one process, like before the parallel step.
-    parts = [] if options.only or options.processes < 2 else _parts(
+    parts = [] if options.only or options.processes < 2 or _short_last_time(options, log) else _parts(
         suite.runner(work_dir / "listing", log), options.processes, options.file_seconds or {})
     if len(parts) > 1:
         deadline = started + options.timeout_s  # the listing counts against the step's limit
@@ -300,6 +302,22 @@ def probe_torch_import(
         return TestRecord(nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message,
                           details=text[-20000:])
     return None
+
+
+def _short_last_time(options: TestRunOptions, log: LogSink) -> bool:
+    """Whether the backend's previous run timed this suite as too short to split: listing
+    its files is a pytest start of its own, and each part starts pytest (and imports torch)
+    again, which a suite of a few seconds does not win back. The records are the same either
+    way; a suite that grew is split again from the run after it (its times are recorded)."""
+    seconds = options.file_seconds
+    if not seconds or options.serial_below_s <= 0:
+        return False  # never timed: split, and time it
+    total = sum(seconds.values())
+    if total >= options.serial_below_s:
+        return False
+    log.write(f"ootci: one pytest process: the suite's tests took {total:.1f} s in the "
+              f"backend's previous run (split from {options.serial_below_s:g} s)")
+    return True
 
 
 def _parts(
