@@ -19,6 +19,7 @@ split by file (``parallel.py``): the files under ``<work_dir>/part-<n>/``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from service.domain.crash_storm import DEFAULT_RESTART_BUDGET, CrashStorm
 from service.domain.nodeids import COLLECTION_NODEID, IMPORT_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
-from workers.pipeline.env.requirements import install_requirements
+from workers.pipeline.env.requirements import already_satisfied, install_requirements
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, describe_signal
 from workers.pipeline.isolation.sandbox import StepSandbox
@@ -167,10 +168,20 @@ def _prepare(
         log.write(sandbox.describe())
         sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
     (work_dir / RESULTS_FILE).unlink(missing_ok=True)
-    install_test_requirements(recipe, env, work_dir, log, sandbox)
+    facts = env_facts(env, sandbox)
+    if recipe.test_requires:
+        # A pip start is a second or two of a small backend's run: skipped when pip would
+        # find every requirement (and what it needs) installed already.
+        if facts is not None and already_satisfied(recipe.test_requires, facts.sys_path,
+                                                   env.version):
+            log.write("ootci: the suite's test requirements are in the env already: "
+                      + " ".join(recipe.test_requires))
+        else:
+            install_test_requirements(recipe, env, work_dir, log, sandbox)
+            facts = env_facts(env, sandbox)  # pip may have brought pytest-timeout
     per_test_s = min(recipe.timeout_per_test_s, options.per_test_timeout_s)
     timeout_args: tuple[str, ...] = ()
-    if has_module(env, "pytest_timeout", sandbox):
+    if facts is not None and facts.has_timeout:
         # `-p timeout` (its entry-point name) loads it even with plugin autoload disabled
         # and is a no-op otherwise; `-p pytest_timeout` would register it twice.
         timeout_args = ("-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread")
@@ -217,11 +228,23 @@ def install_test_requirements(
                                 what="the suite's test requirements", sandbox=sandbox)
 
 
-def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
-    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
-    step's ``sandbox``: the env's .pth files run, and a build may have written them."""
-    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    command = [str(env.python), "-P", "-c", probe]  # -P: the cwd cannot shadow the env
+@dataclass(frozen=True)
+class EnvFacts:
+    """What the suite's interpreter sees: its ``sys.path`` (where pip would look for what
+    is installed) and whether pytest-timeout is importable."""
+
+    sys_path: tuple[str, ...]
+    has_timeout: bool
+
+
+_FACTS = ("import importlib.util, json, sys; print('OOTCI_ENV=' + json.dumps({'path': sys.path, "
+          "'timeout': importlib.util.find_spec('pytest_timeout') is not None}))")
+
+
+def env_facts(env: TorchEnv, sandbox: StepSandbox | None = None) -> EnvFacts | None:
+    """Asked of the env's interpreter, in one start of it; None when it cannot answer. In
+    the step's ``sandbox``: the env's .pth files run, and a build may have written them."""
+    command = [str(env.python), "-P", "-c", _FACTS]  # -P: the cwd cannot shadow the env
     cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
         proc = subprocess.run(
@@ -229,12 +252,17 @@ def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -
             cwd=cwd,
             env=child_env({}, pythonpath_front=env.pythonpath),
             capture_output=True,
+            text=True,
             timeout=120,
             preexec_fn=sandbox.preexec() if sandbox else None,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False  # the test run itself will report the broken interpreter
-    return proc.returncode == 0
+        return None  # the test run itself will report the broken interpreter
+    for line in proc.stdout.splitlines():
+        if line.startswith("OOTCI_ENV=") and proc.returncode == 0:
+            facts = json.loads(line.removeprefix("OOTCI_ENV="))
+            return EnvFacts(tuple(facts["path"]), bool(facts["timeout"]))
+    return None
 
 
 
