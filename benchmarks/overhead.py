@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -41,24 +40,11 @@ from workers.pipeline.steps.recipe import expand, load_recipe  # noqa: E402
 PYSRC = ROOT / "tests" / "fixtures" / "backends" / "pysrc"
 
 
-def _own_cpu_s() -> float:
-    """CPU time of this process's finished descendants: the run's own work, whatever else
-    keeps the machine busy (sandboxed processes are reaped inside their sandbox, and
-    counted when it ends)."""
-    use = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return use.ru_utime + use.ru_stime
-
-
 @dataclass
 class Timing:
     wall_s: list[float] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
-    own_cpu_s: list[float] = field(default_factory=list)
     steps: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def own_cpu(self) -> float:
-        return min(self.own_cpu_s)
 
     @property
     def wall(self) -> float:
@@ -122,9 +108,7 @@ def measure(name: str, backend: Path, rounds: int, tmp: Path) -> tuple[Timing, T
     for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits both
         for timing, run in ((hand, lambda: by_hand(backend, hand_env, tmp)),
                             (ootci, lambda: through_ootci(backend, home))):
-            before = _own_cpu_s()
             wall, cpu, steps = run()
-            timing.own_cpu_s.append(_own_cpu_s() - before)
             timing.wall_s.append(wall)
             timing.cpu_s.append(cpu)
             timing.steps.append(steps)
@@ -137,8 +121,7 @@ def report(name: str, hand: Timing, ootci: Timing, target: float) -> None:
     print(f"{name}: by hand {hand.wall:.2f} s wall, {hand.cpu:.2f} CPU-s (floor {hand.cpu / cores:.2f} s); "
           f"ootci run {ootci.wall:.2f} s wall, {ootci.cpu:.2f} CPU-s (floor {ootci.cpu / cores:.2f} s)")
     print(f"  ratio ootci/by hand: wall {ratio:.2f}x (target <= {target}x, "
-          f"{'met' if ratio <= target else 'missed'}), machine CPU {ootci.cpu / hand.cpu:.2f}x, "
-          f"own CPU {ootci.own_cpu / hand.own_cpu:.2f}x ({ootci.own_cpu:.2f} vs {hand.own_cpu:.2f} CPU-s)")
+          f"{'met' if ratio <= target else 'missed'}), CPU {ootci.cpu / hand.cpu:.2f}x")
     hand_steps = ", ".join(f"{k} {v:.2f} s" for k, v in hand.fastest_steps().items())
     print(f"  by hand: {hand_steps}")
     shares = ", ".join(f"{k} {v:.2f} s ({100 * v / ootci.wall:.0f}%)" for k, v in ootci.fastest_steps().items())
