@@ -170,10 +170,6 @@ def pr_view(session: Session, number: int) -> PrView | None:
     )
 
 
-def pr_known(session: Session, number: int) -> bool:
-    return bool(pr_runs(session, number, limit=1) or suspicions(session, number, limit=BREAKAGE_LIMIT))
-
-
 def _pr_info(session: Session, number: int) -> dict[str, Any]:
     newest = session.scalar(
         select(Run.trigger_info).where(Run.dedupe_key.like(PR_KEY.format(number=number) + "%"))
