@@ -456,3 +456,62 @@ class BackendRequest(BaseModel):
     ref: str | None = Field(default=None, max_length=200)
     subdir: str | None = Field(default=None, max_length=300, pattern=r"^[^/\x00][^\x00]*$")
     re_register: bool = False
+
+
+# --- one upstream PR (`GET /api/prs/{number}`, the page /prs/{number}) -------------------
+
+
+class PrRunOut(_Orm):
+    """A run of one backend against the PR's own torch wheel."""
+
+    run_id: int
+    backend: str
+    state: str
+    verdict: str | None
+    verdict_subtype: str | None
+    verdict_reason: str | None
+    torch_spec: str
+    torch_version: str | None
+    torch_git_version: str | None
+    head_sha: str | None = Field(description="The PR's head commit the run was made for")
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+
+class PrSuspicionOut(_Orm):
+    """A breakage whose culprit ranking names the PR."""
+
+    breakage_id: int
+    backend: str
+    title: str
+    status: str
+    category: str | None
+    subtype: str | None
+    rank: int = Field(description="1: the breakage's top suspect")
+    sha: str = Field(description="The commit the PR landed as")
+    score: float
+    reasons: list[str]
+    verification: str | None = Field(
+        description="confirmed | refuted | unverifiable | error; null: not verified")
+    evidence: str | None
+    verification_run_id: int | None
+    range_base_sha: str | None
+    range_head_sha: str | None
+
+
+class ReproOut(_Orm):
+    backend: str
+    torch: str
+    why: str
+    command: str = Field(description="ootci run --torch SPEC --backend NAME")
+
+
+class PrOut(BaseModel):
+    number: int
+    title: str | None
+    url: str = Field(description="The PR on GitHub")
+    backends: list[str]
+    runs: list[PrRunOut]
+    suspicions: list[PrSuspicionOut]
+    repro: list[ReproOut]
+    shas: list[str] = Field(description="Every torch commit sha involved")

@@ -12,6 +12,7 @@ from service.api.pages.runs import evidence
 from service.api.params import BreakageId
 from service.api.templates import render
 from service.documents import bisection_out, breakage_culprits
+from service.domain.pr_comment import unreported_reason
 from service.queries import breakages as queries
 from service.queries import runs as run_queries
 from service.queries import verifications as verification_queries
@@ -74,6 +75,7 @@ def breakage_page(
         "github_repo": ctx.settings.upstream_repo,
         "culprits": breakage_culprits(session, breakage, ctx.settings.upstream_repo),
         "bisection": bisection_out(session, breakage.id),
+        "unreported": unreported_reason(breakage.culprits, ctx.settings.culprit_min_score),
         # Culprit verification (issue #29): each suspect undone, its run and logs.
         "verifications": verification_queries.of_breakage(session, breakage.id),
     })
