@@ -37,14 +37,21 @@ def _apply(ctx: typer.Context, said: str, do: Callable[..., Any], *args: Any, **
 
     settings = load_settings()
     engine = migrated_engine(settings)
+    report = kw.pop("with_report", False)
     extra = ({"repo": settings.upstream_repo, "min_score": settings.culprit_min_score}
-             if kw.pop("with_report", False) else {})
+             if report else {})
     try:
         with session_scope(engine) as s:
             do(s, ctx.obj, *args, actor=cli_actor(), **kw, **extra)
     except (TriageInputError, UnknownBreakage) as exc:
         die(str(exc))
     out.print(f"breakage {ctx.obj}: {escape(said)}", highlight=False)
+    if report:
+        from service.cli.runs import report_to_github
+
+        # As `ootci run` does: what the action queued for GitHub goes out now (or, GitHub
+        # unreachable, at the next drain).
+        report_to_github(engine, settings)
 
 
 Reason = Annotated[str, typer.Option("--reason", help="Why, for the audit log.")]
@@ -96,7 +103,7 @@ def dispute(
     reason: Annotated[str, typer.Option("--reason", help="Why it is not this PR.")],
 ) -> None:
     """Not this PR: the suspect is passed over for this breakage; its label comes off and
-    its comment says so at the next drain of the outbox."""
+    its comment says so (sent now, through the outbox)."""
     from service.commands.triage_actions import dispute as do
 
     _apply(ctx, f"PR #{pr} disputed", do, pr, reason, with_report=True)
