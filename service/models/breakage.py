@@ -60,7 +60,7 @@ class Breakage(Base):
     note: Mapped[str | None] = mapped_column(MaskedText)
     # Triage by people (service/commands/triage_actions.py), each change in the audit log.
     # Links to bugs: [{url, by, at}].
-    links: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
+    links: Mapped[list[Any] | None] = mapped_column(MaskedJSON, default=list)
     # Muted until a date, or until a newer torch than this version shows it (the domain's
     # triage_actions.is_snoozed); by whom and why.
     snoozed_until: Mapped[dt.datetime | None]
@@ -68,7 +68,7 @@ class Breakage(Base):
     snoozed_by: Mapped[str | None] = mapped_column(MaskedString(200))
     snooze_reason: Mapped[str | None] = mapped_column(MaskedText)
     # "Not this PR": [{pr, reason, by, at}]; a disputed suspect is never reported again.
-    disputes: Mapped[list[Any]] = mapped_column(MaskedJSON, default=list)
+    disputes: Mapped[list[Any] | None] = mapped_column(MaskedJSON, default=list)
     closed_at: Mapped[dt.datetime | None]
     closed_by: Mapped[str | None] = mapped_column(MaskedString(200))
     close_reason: Mapped[str | None] = mapped_column(MaskedText)
