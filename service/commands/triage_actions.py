@@ -71,7 +71,7 @@ def snooze(
     """Mute until a date (ISO, in the future) or until a torch version: exactly one."""
     if bool(until) == bool(torch):
         raise TriageInputError("snooze until a date or until a torch version: give one of them")
-    why = reason.strip()[:1000]
+    why = check_reason(reason, required=False)
     at = parse_until(until, now or utcnow()) if until else None
     version = parse_torch_version(torch) if torch else None
     b = _breakage(session, breakage_id)
@@ -105,7 +105,7 @@ def close(session: Session, breakage_id: int, reason: str = "", *, actor: str) -
     b = _breakage(session, breakage_id)
     if b.status == BreakageStatus.CLOSED:
         raise TriageInputError(f"breakage {b.id} is already closed")
-    why = reason.strip()[:1000]
+    why = check_reason(reason, required=False)
     b.status = BreakageStatus.CLOSED
     b.closed_at, b.closed_by, b.close_reason = utcnow(), actor, why or None
     _record(session, b, actor, "close", {"reason": why, "was": "resolved"
@@ -117,7 +117,7 @@ def reopen(session: Session, breakage_id: int, reason: str = "", *, actor: str) 
     b = _breakage(session, breakage_id)
     if b.status == BreakageStatus.OPEN:
         raise TriageInputError(f"breakage {b.id} is open already")
-    why = reason.strip()[:1000]
+    why = check_reason(reason, required=False)
     was = b.status
     reopened(b)
     _record(session, b, actor, "reopen", {"reason": why, "was": was})

@@ -44,8 +44,8 @@ def check_note(note: str) -> str:
     return _text(note, "the note", NOTE_MAX, required=False)
 
 
-def check_reason(reason: str) -> str:
-    return _text(reason, "the reason", REASON_MAX)
+def check_reason(reason: str, *, required: bool = True) -> str:
+    return _text(reason, "the reason", REASON_MAX, required=required)
 
 
 def check_link(url: str) -> str:
