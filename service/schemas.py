@@ -300,9 +300,46 @@ class BisectionOut(BaseModel):
     note: str | None
 
 
+class LinkOut(BaseModel):
+    url: str
+    by: str
+    at: dt.datetime
+
+
+class SnoozeOut(BaseModel):
+    """Muted: shown, not red, and no label, comment or notification goes out."""
+
+    until: dt.datetime | None = Field(description="Muted until then; null: until a newer torch")
+    torch: str | None = Field(description="Muted until a run on a newer torch shows it")
+    by: str | None
+    reason: str | None
+    active: bool = Field(description="False once the date has passed")
+
+
+class DisputeOut(BaseModel):
+    """"Not this PR": the suspect is passed over for this breakage."""
+
+    pr: int
+    reason: str
+    by: str
+    at: dt.datetime
+
+
+class ClosedOut(BaseModel):
+    """A person's close, distinct from resolved by a green run; it recurring reopens it."""
+
+    at: dt.datetime
+    by: str | None
+    reason: str | None
+
+
 class BreakageDetail(BreakageSummary):
     captures: dict[str, Any]
     note: str | None
+    links: list[LinkOut] = []
+    snooze: SnoozeOut | None = None
+    disputes: list[DisputeOut] = []
+    closed: ClosedOut | None = None
     resolved_by_run_id: int | None
     evidence: FailureOut | None = Field(description="The failure of its first occurrence")
     history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
@@ -337,6 +374,7 @@ class SuspectOut(BaseModel):
     score: float = Field(ge=0, le=1)
     reasons: list[str]
     verification: VerificationOut | None = None
+    disputed: bool = Field(False, description="A person said it is not this PR")
 
 
 class ReportOut(_Orm):
@@ -360,6 +398,44 @@ class Culprits(BaseModel):
     suspects: list[SuspectOut]
     note: str | None = Field(description="Why there is no suspect, when there is none")
     reports: list[ReportOut] = []
+
+
+_TEXT = r"^[^\x00]*$"
+
+
+class NoteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(max_length=4000, pattern=_TEXT, description="Replaces it; empty clears it")
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=500, pattern=_TEXT, description="A bug's http(s) URL")
+
+
+class SnoozeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    until: str | None = Field(None, max_length=40, pattern=_TEXT,
+                              description="ISO date (or date-time) in the future")
+    torch: str | None = Field(None, max_length=100, pattern=_TEXT,
+                              description="Until a run on a newer torch than this version")
+    reason: str = Field("", max_length=1000, pattern=_TEXT)
+
+
+class DisputeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pr: int = Field(ge=1, le=2**31 - 1, description="The suspect's PR number")
+    reason: str = Field(min_length=1, max_length=1000, pattern=_TEXT)
+
+
+class ReasonRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("", max_length=1000, pattern=_TEXT)
 
 
 class RunRequest(BaseModel):

@@ -39,6 +39,14 @@ class BreakageReport:
     # and evidence; None when none has run.
     verification: str | None = None
     evidence: str | None = None
+    # "Not this PR": who said so for this breakage, and why; the PR is no longer its suspect.
+    disputed_by: str | None = None
+    dispute_reason: str | None = None
+
+    @property
+    def accuses(self) -> bool:
+        """Whether this report still holds the PR responsible for an open break."""
+        return not self.resolved and self.disputed_by is None
 
     @property
     def confirmed(self) -> bool:
@@ -119,7 +127,7 @@ def render(
     """The comment's whole body (marker first), newest state of every breakage; the PR's
     page when ``page_url`` (public) is given, and the red runs' quarantined failures in a
     section of their own."""
-    open_ones = [r for r in reports if not r.resolved]
+    open_ones = [r for r in reports if r.accuses]
     backends = sorted({r.backend for r in open_ones})
     if open_ones:
         head = (
@@ -127,12 +135,21 @@ def render(
             f"{'' if len(open_ones) == 1 else 's'} of out-of-tree PrivateUse1 backends "
             f"({', '.join(f'`{b}`' for b in backends)})"
         )
+    elif all(r.disputed_by for r in reports):
+        head = "## ootci: disputed — this PR is no longer a suspect of these out-of-tree breaks"
     else:
         head = "## ootci: resolved — the out-of-tree breaks this PR was suspected of are fixed"
     parts = [MARKER, head, ""]
     if page_url:
         parts += [f"Every backend's runs of this PR and the repro commands: [ootci PR #{pr}]({page_url})", ""]
-    for report in sorted(reports, key=lambda r: (r.resolved, r.backend, r.breakage_id)):
+    for report in sorted(reports, key=lambda r: (not r.accuses, r.backend, r.breakage_id)):
+        if report.disputed_by:
+            parts += [
+                f"### disputed: `{report.backend}` — {report.title}",
+                f"Not this PR, said {report.disputed_by}: {report.dispute_reason or ''}".rstrip(": "),
+                "",
+            ]
+            continue
         status = "resolved" if report.resolved else "open"
         kind = f"{report.category}/{report.subtype}" if report.subtype else report.category
         title = f"[{report.title}]({report.url})" if report.url else report.title

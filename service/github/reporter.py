@@ -98,7 +98,9 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
             .where(Failure.breakage_id == breakage.id, Failure.quarantined.is_(False))
             .order_by(Failure.id.desc()).limit(1)
         )
-        top = culprits.reported_suspect(breakage) or breakage.culprits[0]
+        dispute = next((d for d in breakage.disputes or [] if int(d["pr"]) == pr), None)
+        top = (next((c for c in breakage.culprits if c.get("pr") == pr), breakage.culprits[0])
+               if dispute else culprits.reported_suspect(breakage) or breakage.culprits[0])
         verification = top.get("verification") or {}
         reports.append(
             BreakageReport(
@@ -113,12 +115,14 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
                 base_sha=breakage.range_base_sha,
                 head_sha=breakage.range_head_sha,
                 occurrences=breakage.occurrences,
-                resolved=breakage.status == BreakageStatus.RESOLVED,
+                resolved=breakage.status != BreakageStatus.OPEN,
                 score=float(top["score"]),
                 reasons=tuple(top.get("reasons", ())),
                 url=breakage_url(cfg.public_url, breakage.id),
                 verification=verification.get("state"),
                 evidence=verification.get("evidence"),
+                disputed_by=dispute["by"] if dispute else None,
+                dispute_reason=dispute["reason"] if dispute else None,
             )
         )
     return reports
@@ -159,10 +163,13 @@ def label_op(reports: list[BreakageReport], cfg: ReportSettings) -> str:
     """What the PR's label does: added while a break is open and confirmed by undoing the
     PR (any open one, with ``label_unverified``: on score alone), removed once all are
     resolved when ``unlabel_on_fix``; else kept as it is. A score is not a verdict, and
-    a label is a public accusation."""
-    open_ones = [r for r in reports if not r.resolved]
+    a label is a public accusation, so a person's dispute ("not this PR") of every open
+    break it was suspected of takes it off whatever ``unlabel_on_fix`` says."""
+    open_ones = [r for r in reports if r.accuses]
     if open_ones:
         return "add" if cfg.label_unverified or any(r.confirmed for r in open_ones) else "keep"
+    if any(r.disputed_by and not r.resolved for r in reports):
+        return "remove"
     return "remove" if cfg.unlabel_on_fix else "keep"
 
 

@@ -158,10 +158,19 @@ def test_a_triager_gets_the_dispute_form_a_viewer_does_not(
     log_in(client, world.tokens["triager"])
     html = client.get(f"/prs/{PR}").text
     form = html.split('class="dispute"')[1].split("</form>")[0]
-    assert f'action="/breakages/{world.breakage}/dispute"' in form
+    action = re.search(r'action="([^"]+)"', form)
+    assert action is not None and action.group(1).endswith(f"/breakages/{world.breakage}/dispute")
     assert f'name="pr" value="{PR}"' in form and 'name="reason"' in form
     csrf = re.search(r'name="csrf" value="([^"]+)"', form)
     assert csrf is not None and len(csrf.group(1)) > 20
+
+    # The form as the page renders it is the dispute: the suspect is passed over.
+    sent = client.post(action.group(1), data={"csrf": csrf.group(1), "pr": PR,
+                                              "reason": "touches a header we do not include"},
+                       follow_redirects=False)
+    assert sent.status_code == 303, sent.text
+    suspects = client.get(f"/api/breakages/{world.breakage}/culprits").json()["suspects"]
+    assert [s["disputed"] for s in suspects if s["pr"] == PR] == [True]
 
 
 @pytest.mark.parametrize("q", [f"#{PR}", str(PR), HEAD[:7], HEAD, MERGED[:9]])
