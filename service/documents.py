@@ -7,10 +7,12 @@ every ``ootci ... --json`` prints, both built here so they cannot drift apart
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from service.domain.triage_actions import disputed_prs, is_snoozed
 from service.models import Breakage, OutboxMessage, Run, Step
 from service.queries import bisections as bisection_queries
 from service.queries import conformance as conformance_queries
@@ -29,10 +31,13 @@ from service.schemas import (
     BackendConformanceOut,
     BackendOut,
     BisectionOut,
+    ClosedOut,
     ConformanceMatrix,
     ConformanceOut,
     Culprits,
+    DisputeOut,
     FailureOut,
+    LinkOut,
     MechanismOut,
     NarrowedOut,
     PinReportOut,
@@ -42,6 +47,7 @@ from service.schemas import (
     RunDetail,
     RunList,
     RunSummary,
+    SnoozeOut,
     StepOut,
     SuspectOut,
     TorchBuildOut,
@@ -185,6 +191,7 @@ def report_out(message: OutboxMessage) -> ReportOut:
 
 
 def breakage_culprits(session: Session, breakage: Breakage, repo: str) -> Culprits:
+    disputed = disputed_prs(breakage.disputes)
     return Culprits(
         range=RangeOut(
             base=breakage.range_base_sha,
@@ -195,7 +202,9 @@ def breakage_culprits(session: Session, breakage: Breakage, repo: str) -> Culpri
             note=breakage.range_note,
             compare_url=compare_url(repo, breakage.range_base_sha, breakage.range_head_sha),
         ),
-        suspects=[SuspectOut.model_validate(c) for c in breakage.culprits],
+        suspects=[SuspectOut.model_validate(
+            {**c, "disputed": c.get("pr") is not None and int(c["pr"]) in disputed})
+            for c in breakage.culprits],
         note=breakage.culprits_note,
         reports=[report_out(m) for m in messages_for(session, breakage, repo)],
     )
@@ -259,3 +268,19 @@ def bisection_out(session: Session, breakage_id: int) -> BisectionOut | None:
                          result=p.probe.result, note=p.probe.note) for p in view.probes],
         narrowed_to=narrowed, note=b.note,
     )
+
+
+# --- triage by people (service/commands/triage_actions.py) -------------------------------
+def breakage_triage(b: Breakage, now: dt.datetime) -> dict[str, Any]:
+    """The triage fields of a breakage's document: note links, snooze, disputes, close."""
+    snoozed = b.snoozed_until is not None or bool(b.snoozed_until_torch)
+    return {
+        "links": [LinkOut.model_validate(link) for link in b.links or []],
+        "snooze": SnoozeOut(until=b.snoozed_until, torch=b.snoozed_until_torch,
+                            by=b.snoozed_by, reason=b.snooze_reason,
+                            active=is_snoozed(b.snoozed_until, b.snoozed_until_torch, now))
+        if snoozed else None,
+        "disputes": [DisputeOut.model_validate(d) for d in b.disputes or []],
+        "closed": ClosedOut(at=b.closed_at, by=b.closed_by, reason=b.close_reason)
+        if b.closed_at else None,
+    }

@@ -300,9 +300,46 @@ class BisectionOut(BaseModel):
     note: str | None
 
 
+class LinkOut(BaseModel):
+    url: str
+    by: str
+    at: dt.datetime
+
+
+class SnoozeOut(BaseModel):
+    """Muted: shown, not red, and no label, comment or notification goes out."""
+
+    until: dt.datetime | None = Field(description="Muted until then; null: until a newer torch")
+    torch: str | None = Field(description="Muted until a run on a newer torch shows it")
+    by: str | None
+    reason: str | None
+    active: bool = Field(description="False once the date has passed")
+
+
+class DisputeOut(BaseModel):
+    """"Not this PR": the suspect is passed over for this breakage."""
+
+    pr: int
+    reason: str
+    by: str
+    at: dt.datetime
+
+
+class ClosedOut(BaseModel):
+    """A person's close, distinct from resolved by a green run; it recurring reopens it."""
+
+    at: dt.datetime
+    by: str | None
+    reason: str | None
+
+
 class BreakageDetail(BreakageSummary):
     captures: dict[str, Any]
     note: str | None
+    links: list[LinkOut] = []
+    snooze: SnoozeOut | None = None
+    disputes: list[DisputeOut] = []
+    closed: ClosedOut | None = None
     resolved_by_run_id: int | None
     evidence: FailureOut | None = Field(description="The failure of its first occurrence")
     history: list[Occurrence] = Field(description="Failures grouped by run, newest first")
@@ -337,6 +374,7 @@ class SuspectOut(BaseModel):
     score: float = Field(ge=0, le=1)
     reasons: list[str]
     verification: VerificationOut | None = None
+    disputed: bool = Field(False, description="A person said it is not this PR")
 
 
 class ReportOut(_Orm):
@@ -360,6 +398,44 @@ class Culprits(BaseModel):
     suspects: list[SuspectOut]
     note: str | None = Field(description="Why there is no suspect, when there is none")
     reports: list[ReportOut] = []
+
+
+_TEXT = r"^[^\x00]*$"
+
+
+class NoteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(max_length=4000, pattern=_TEXT, description="Replaces it; empty clears it")
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, max_length=500, pattern=_TEXT, description="A bug's http(s) URL")
+
+
+class SnoozeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    until: str | None = Field(None, max_length=40, pattern=_TEXT,
+                              description="ISO date (or date-time) in the future")
+    torch: str | None = Field(None, max_length=100, pattern=_TEXT,
+                              description="Until a run on a newer torch than this version")
+    reason: str = Field("", max_length=1000, pattern=_TEXT)
+
+
+class DisputeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pr: int = Field(ge=1, le=2**31 - 1, description="The suspect's PR number")
+    reason: str = Field(min_length=1, max_length=1000, pattern=_TEXT)
+
+
+class ReasonRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("", max_length=1000, pattern=_TEXT)
 
 
 class RunRequest(BaseModel):
@@ -456,3 +532,62 @@ class BackendRequest(BaseModel):
     ref: str | None = Field(default=None, max_length=200)
     subdir: str | None = Field(default=None, max_length=300, pattern=r"^[^/\x00][^\x00]*$")
     re_register: bool = False
+
+
+# --- one upstream PR (`GET /api/prs/{number}`, the page /prs/{number}) -------------------
+
+
+class PrRunOut(_Orm):
+    """A run of one backend against the PR's own torch wheel."""
+
+    run_id: int
+    backend: str
+    state: str
+    verdict: str | None
+    verdict_subtype: str | None
+    verdict_reason: str | None
+    torch_spec: str
+    torch_version: str | None
+    torch_git_version: str | None
+    head_sha: str | None = Field(description="The PR's head commit the run was made for")
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+
+
+class PrSuspicionOut(_Orm):
+    """A breakage whose culprit ranking names the PR."""
+
+    breakage_id: int
+    backend: str
+    title: str
+    status: str
+    category: str | None
+    subtype: str | None
+    rank: int = Field(description="1: the breakage's top suspect")
+    sha: str = Field(description="The commit the PR landed as")
+    score: float
+    reasons: list[str]
+    verification: str | None = Field(
+        description="confirmed | refuted | unverifiable | error; null: not verified")
+    evidence: str | None
+    verification_run_id: int | None
+    range_base_sha: str | None
+    range_head_sha: str | None
+
+
+class ReproOut(_Orm):
+    backend: str
+    torch: str
+    why: str
+    command: str = Field(description="ootci run --torch SPEC --backend NAME")
+
+
+class PrOut(BaseModel):
+    number: int
+    title: str | None
+    url: str = Field(description="The PR on GitHub")
+    backends: list[str]
+    runs: list[PrRunOut]
+    suspicions: list[PrSuspicionOut]
+    repro: list[ReproOut]
+    shas: list[str] = Field(description="Every torch commit sha involved")

@@ -55,6 +55,14 @@ MAX_REDELIVERIES = 50
 # restart. Anything else is recorded on the run by execute_run and not retried.
 RETRYABLE = (OperationalError,)
 
+# The nightly matrix is queued all at once, every backend x target; the loop's next steps
+# (rank a breakage's culprits, verify them, label, advance a bisection) are queued as a run
+# ends and must not wait behind the rest of the night (issue #31: the label is due within
+# 5 min of the breaking verdict). On Redis, kombu serves priority 0 first and a message
+# without a priority is 0, so the matrix's runs go last instead. (An AMQP queue declared
+# without x-max-priority ignores it: plain FIFO, as before.)
+NIGHTLY_RUN_PRIORITY = 9
+
 
 def _engine() -> Engine:
     return get_engine(get_settings().resolved_database_url)
@@ -134,9 +142,9 @@ def dispatch_shards(run_id: int, indexes: list[int]) -> None:
         test_shard.apply_async(args=[run_id, index])
 
 
-def dispatch(run_ids: list[int]) -> None:
+def dispatch(run_ids: list[int], *, priority: int | None = None) -> None:
     for run_id in run_ids:
-        execute.apply_async(args=[run_id])
+        execute.apply_async(args=[run_id], priority=priority)
 
 
 @app.task(name="ootci.nightly.schedule")  # type: ignore[untyped-decorator]
@@ -145,7 +153,7 @@ def nightly_schedule(night: str | None = None) -> list[int]:
     day = dt.date.fromisoformat(night) if night else dt.datetime.now(dt.UTC).date()
     with session_scope(_engine()) as session:
         run_ids = plan_nightly(session, get_settings().pins, day)
-    dispatch(run_ids)
+    dispatch(run_ids, priority=NIGHTLY_RUN_PRIORITY)
     log.info("nightly %s: queued %d run(s)", day, len(run_ids))
     return run_ids
 

@@ -31,6 +31,7 @@ from service.api import (
     notifications,
     pages,
     pins,
+    prs,
     runs,
     webhooks,
 )
@@ -68,7 +69,7 @@ def create_app(
     app.state.ootci = AppContext(settings=settings, engine=engine, dispatcher=dispatcher)
     recorder = app.state.delivery_recorder = DeliveryRecorder(engine)
     for module in (runs, backends, matrix, breakages, pins, webhooks, health, metrics, conformance,
-                   audit, flaky, notifications):
+                   audit, flaky, notifications, prs):
         app.include_router(module.router)
     app.include_router(pages.router)
     pages.mount_static(app)

@@ -1,15 +1,21 @@
-"""/api/breakages: list (open first) and detail with history and evidence."""
+"""/api/breakages: list (open first) and detail with history and evidence; triagers' actions
+on one: note, link, snooze, dispute, close, reopen (``service/commands/triage_actions.py``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, status
+from sqlalchemy.orm import Session
 
+from service.api.auth import TriagerDep
 from service.api.deps import ContextDep, SessionDep
 from service.api.params import BreakageId, Limit, Offset, TextFilter
-from service.documents import bisection_out, breakage_culprits
-from service.models import Breakage, BreakageStatus
+from service.commands import triage_actions as act
+from service.config import Settings
+from service.documents import bisection_out, breakage_culprits, breakage_triage
+from service.models import Breakage, BreakageStatus, utcnow
 from service.queries import breakages as q
 from service.queries.runs import backend_names
 from service.schemas import (
@@ -17,9 +23,14 @@ from service.schemas import (
     BreakageList,
     BreakageSummary,
     Culprits,
+    DisputeRequest,
     FailureOut,
+    LinkRequest,
+    NoteRequest,
     Occurrence,
     Problem,
+    ReasonRequest,
+    SnoozeRequest,
 )
 
 router = APIRouter(prefix="/api/breakages", tags=["breakages"])
@@ -83,6 +94,10 @@ def get_breakage(
     b = q.get_breakage(session, breakage_id)
     if b is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"breakage {breakage_id} does not exist")
+    return breakage_detail(session, b, history)
+
+
+def breakage_detail(session: Session, b: Breakage, history: int = 100) -> BreakageDetail:
     evidence = q.first_evidence(session, b.id)
     name = backend_names(session, {b.backend_id}).get(b.backend_id, "")
     return BreakageDetail(
@@ -95,6 +110,7 @@ def get_breakage(
             Occurrence.model_validate(o) for o in q.occurrences(session, b.id, limit=history)
         ],
         bisection=bisection_out(session, b.id),
+        **breakage_triage(b, utcnow()),
     )
 
 
@@ -110,3 +126,87 @@ def get_culprits(session: SessionDep, ctx: ContextDep, breakage_id: BreakageId) 
     if b is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"breakage {breakage_id} does not exist")
     return breakage_culprits(session, b, ctx.settings.upstream_repo)
+
+
+# --- triage actions ---------------------------------------------------------------------
+_ACTION: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem}, 403: {"model": Problem},
+    404: {"model": Problem, "description": "No such breakage"},
+    422: {"model": Problem, "description": "Bad input: a date not in the future, not a "
+          "suspect's PR, already closed, ..."},
+}
+
+
+def run_action(session: Session, do: Callable[[], Breakage]) -> Breakage:
+    """One action, one transaction: committed whole, or an error and nothing written."""
+    try:
+        b = do()
+    except act.UnknownBreakage as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except act.TriageInputError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    session.commit()
+    return b
+
+
+def dispute_action(session: Session, settings: Settings, breakage_id: int, pr: int,
+                   reason: str, actor: str) -> Callable[[], Breakage]:
+    return lambda: act.dispute(session, breakage_id, pr, reason, actor=actor,
+                               repo=settings.upstream_repo, min_score=settings.culprit_min_score)
+
+
+@router.post("/{breakage_id}/note", response_model=BreakageDetail, responses=_ACTION,
+             summary="Set (or, empty, clear) the breakage's note")
+def note(session: SessionDep, breakage_id: BreakageId, body: NoteRequest,
+         who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, lambda: act.set_note(session, breakage_id, body.note,
+                                                 actor=who.actor))
+    return breakage_detail(session, b)
+
+
+@router.post("/{breakage_id}/link", response_model=BreakageDetail, responses=_ACTION,
+             summary="Link the breakage to a bug")
+def link(session: SessionDep, breakage_id: BreakageId, body: LinkRequest,
+         who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, lambda: act.add_link(session, breakage_id, body.url,
+                                                 actor=who.actor))
+    return breakage_detail(session, b)
+
+
+@router.post("/{breakage_id}/snooze", response_model=BreakageDetail, responses=_ACTION,
+             summary="Known issue: mute it until a date or a newer torch (no label, comment "
+             "or notification meanwhile)")
+def snooze(session: SessionDep, breakage_id: BreakageId, body: SnoozeRequest,
+           who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, lambda: act.snooze(session, breakage_id, until=body.until,
+                                               torch=body.torch, reason=body.reason,
+                                               actor=who.actor))
+    return breakage_detail(session, b)
+
+
+@router.post("/{breakage_id}/dispute", response_model=BreakageDetail, responses=_ACTION,
+             summary="Not this PR: the suspect is passed over for this breakage, its label "
+             "removed and its comment edited")
+def dispute(session: SessionDep, ctx: ContextDep, breakage_id: BreakageId,
+            body: DisputeRequest, who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, dispute_action(session, ctx.settings, breakage_id, body.pr,
+                                           body.reason, who.actor))
+    return breakage_detail(session, b)
+
+
+@router.post("/{breakage_id}/close", response_model=BreakageDetail, responses=_ACTION,
+             summary="Close it by hand (it reopens if it recurs)")
+def close(session: SessionDep, breakage_id: BreakageId, body: ReasonRequest,
+          who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, lambda: act.close(session, breakage_id, body.reason,
+                                              actor=who.actor))
+    return breakage_detail(session, b)
+
+
+@router.post("/{breakage_id}/reopen", response_model=BreakageDetail, responses=_ACTION,
+             summary="Reopen a closed or resolved breakage")
+def reopen(session: SessionDep, breakage_id: BreakageId, body: ReasonRequest,
+           who: TriagerDep) -> BreakageDetail:
+    b = run_action(session, lambda: act.reopen(session, breakage_id, body.reason,
+                                               actor=who.actor))
+    return breakage_detail(session, b)

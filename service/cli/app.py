@@ -23,6 +23,7 @@ from service.cli import (
     resume,
     runs,
     tokens,
+    triage,
 )
 from service.cli.bisect import bisect
 
@@ -96,6 +97,9 @@ app.add_typer(notify.notify_app, name="notify",
                               "--email ci@acme.example --digest daily"))
 app.add_typer(flaky.flaky_app, name="flaky",
               epilog=_example("ootci flaky quarantine acme tests/test_ops.py::test_add"))
+app.add_typer(triage.breakage_app, name="breakage",
+              epilog=_example('ootci breakage 7 snooze --until 2026-12-31 --reason "known"',
+                              'ootci breakage 7 dispute 120969 --reason "touches docs only"'))
 
 
 def main() -> None:

@@ -287,8 +287,7 @@ def _queue_report(
     settings: Settings, sessions: sessionmaker[Session], breakage_id: int, dry_run: bool
 ) -> None:
     from service.commands import culprits
-    from service.domain.pr_comment import render
-    from service.github.reporter import pr_reports, report_settings
+    from service.github.reporter import pr_body, pr_reports, report_settings
     from service.models import Breakage
 
     cfg = report_settings(settings)
@@ -306,7 +305,8 @@ def _queue_report(
         if dry_run:
             out.print(f"would {'add' if breakage.status == 'open' else 'keep'} label "
                       f"{cfg.label!r} and post on {cfg.repo}#{pr}:\n")
-            out.print(escape(render(pr, pr_reports(session, pr, cfg))), soft_wrap=True)
+            out.print(escape(pr_body(session, pr, pr_reports(session, pr, cfg), cfg)),
+                      soft_wrap=True)
             return
         culprits.request_pr_report(session, breakage, repo=cfg.repo, min_score=cfg.min_score,
                                    again=True)

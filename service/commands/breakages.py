@@ -5,11 +5,14 @@ occurrence to each breakage its failures match, and the breakage's category beco
 triage said of them in that run (the worst of its failures there, by the one severity
 order): the newest evidence speaks, as when an isolating run settles an unknown; an open breakage is resolved by a later
 finished run of the same backend on a torch spec where the breakage was seen, if that run
-no longer shows the fingerprint (the fix landed, upstream or in the backend).
+no longer shows the fingerprint (the fix landed, upstream or in the backend). A breakage
+a person closed (``service.commands.triage_actions``) reopens the same way when it recurs;
+one snoozed until a torch version wakes up when a newer torch shows it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from sqlalchemy import select
@@ -17,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from service.commands.upsert import insert_or_ignore
 from service.domain.fingerprint import mask_paths
+from service.domain.triage_actions import is_snoozed, torch_ends_snooze
 from service.domain.verdict import Category, severity_rank
 from service.models import Breakage, BreakageStatus, Failure, Run, utcnow
 
@@ -91,12 +95,25 @@ def record_occurrences(session: Session, run: Run, failures: Iterable[Failure]) 
             breakage.occurrences = Breakage.occurrences + 1
             breakage.last_seen_run_id = run.id
             breakage.last_seen_at = now
-            if breakage.status == BreakageStatus.RESOLVED:
+            if breakage.status != BreakageStatus.OPEN:
                 # It came back: reopen rather than start a second history.
-                breakage.status = BreakageStatus.OPEN
-                breakage.resolved_at = None
-                breakage.resolved_by_run_id = None
+                reopened(breakage)
+            seen_on = run.torch_build.version if run.torch_build else None
+            if torch_ends_snooze(breakage.snoozed_until_torch, seen_on):
+                breakage.snoozed_until_torch = None
     return list(touched.values())
+
+
+def reopened(b: Breakage) -> None:
+    """Open again, by a person or because it recurred: the earlier end is forgotten."""
+    b.status = BreakageStatus.OPEN
+    b.resolved_at = b.resolved_by_run_id = None
+    b.closed_at = b.closed_by = b.close_reason = None
+
+
+def is_muted(b: Breakage, now: dt.datetime | None = None) -> bool:
+    """Snoozed: no label, comment or notification goes out about it."""
+    return is_snoozed(b.snoozed_until, b.snoozed_until_torch, now or utcnow())
 
 
 def resolve_fixed(

@@ -15,8 +15,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.commands import bisections, outbox
+from service.commands.breakages import is_muted
 from service.commands.notifications import notify_culprit_confirmed
 from service.domain.regression import RegressionRange
+from service.domain.triage_actions import disputed_prs
 from service.domain.verification import VerifyState, is_confirmed
 from service.models import Breakage, OutboxKind, Run, utcnow
 
@@ -106,7 +108,10 @@ def store_suspects(
 def reported_pr(breakage: Breakage, min_score: float) -> int | None:
     """The PR a breakage is reported on: its top suspect's, when confident enough or
     confirmed by undoing it (``service.domain.verification``); a suspect the experiment
-    refuted is passed over."""
+    refuted, or a person disputed, is passed over. A snoozed breakage is reported on none:
+    this is the one gate of its label and comment."""
+    if is_muted(breakage):
+        return None
     top = reported_suspect(breakage)
     if top is None or top.get("pr") is None:
         return None
@@ -116,35 +121,44 @@ def reported_pr(breakage: Breakage, min_score: float) -> int | None:
 
 
 def reported_suspect(breakage: Breakage) -> dict[str, Any] | None:
-    """The suspect a report names: the first one no verification refuted."""
+    """The suspect a report names: the first one no verification refuted and no person
+    disputed ("not this PR", for this breakage only)."""
+    disputed = disputed_prs(breakage.disputes)
     for suspect in breakage.culprits or []:
-        if (suspect.get("verification") or {}).get("state") != VerifyState.REFUTED:
-            return dict(suspect)
+        if (suspect.get("verification") or {}).get("state") == VerifyState.REFUTED:
+            continue
+        if suspect.get("pr") is not None and int(suspect["pr"]) in disputed:
+            continue
+        return dict(suspect)
     return None
 
 
 def breakages_on_pr(session: Session, pr: int, min_score: float) -> list[Breakage]:
-    """Every breakage (open or resolved) whose report goes to ``pr``. The JSON column is
-    filtered here, not in SQL: the candidates are the few breakages with suspects."""
+    """Every breakage (open or resolved) whose report goes to ``pr``, and those on which
+    a person disputed ``pr`` (the comment says so). The JSON column is filtered here, not
+    in SQL: the candidates are the few breakages with suspects."""
     candidates = session.scalars(
         select(Breakage).where(Breakage.category == UPSTREAM).order_by(Breakage.id)
     )
-    return [b for b in candidates if reported_pr(b, min_score) == pr]
+    return [b for b in candidates
+            if reported_pr(b, min_score) == pr or pr in disputed_prs(b.disputes)]
 
 
 def request_pr_report(
-    session: Session, breakage: Breakage, *, repo: str, min_score: float, again: bool = False
+    session: Session, breakage: Breakage, *, repo: str, min_score: float, again: bool = False,
+    pr: int | None = None,
 ) -> bool:
     """Queue the PR's report if what it would say has changed since the last one queued
     (``again``: even if not, as when an operator asks for it after fixing the token).
+    ``pr``: that PR's, not the one the breakage is reported on (a disputed one).
 
     The message carries no body: the drain renders the PR's current state when it sends,
     so a report delayed by an outage still says the newest thing."""
-    pr = reported_pr(breakage, min_score)
+    pr = pr if pr is not None else reported_pr(breakage, min_score)
     if pr is None:
         return False
     state = [
-        (b.id, b.status, b.occurrences, b.last_seen_run_id, b.backend_id)
+        (b.id, b.status, b.occurrences, b.last_seen_run_id, b.backend_id, len(b.disputes or []))
         for b in breakages_on_pr(session, pr, min_score)
     ]
     nonce = utcnow().isoformat() if again else ""

@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from service.commands.audit import audit
+from service.commands.breakages import is_muted
 from service.commands.outbox import enqueue
 from service.domain.notify import (
     Channel,
@@ -105,6 +106,18 @@ def breakage_subject(b: Breakage) -> dict[str, Any]:
     return {"id": b.id, "title": b.title, "category": b.category, "subtype": b.subtype}
 
 
+def notify_breakage(
+    session: Session, breakage: Breakage, event: Event, subject: Mapping[str, Any], *,
+    key: str, url: str | None = None, digest_hour: int = 7,
+) -> int:
+    """:func:`notify` about a breakage: the one gate of its notifications, where a snoozed
+    one says nothing."""
+    if is_muted(breakage):
+        return 0
+    return notify(session, breakage.backend_id, event, subject, key=key, url=url,
+                  digest_hour=digest_hour)
+
+
 def notify_culprit_confirmed(
     session: Session, breakage: Breakage, culprit: Mapping[str, Any], *, url: str | None = None,
 ) -> int:
@@ -113,8 +126,8 @@ def notify_culprit_confirmed(
     sha = str(culprit.get("sha") or "")
     subject = {**breakage_subject(breakage), "culprit": culprit.get("title") or sha[:12],
                "sha": sha, "pr": culprit.get("pr"), "score": culprit.get("score")}
-    return notify(session, breakage.backend_id, Event.CULPRIT_CONFIRMED, subject,
-                  key=f"breakage:{breakage.id}:{sha}", url=url)
+    return notify_breakage(session, breakage, Event.CULPRIT_CONFIRMED, subject,
+                           key=f"breakage:{breakage.id}:{sha}", url=url)
 
 
 def vendor_status(

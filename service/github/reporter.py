@@ -22,12 +22,26 @@ from sqlalchemy.orm import Session
 from service.commands import culprits, outbox, pin_reports
 from service.commands.pr_runs import run_link
 from service.config import Settings
-from service.domain.pr_comment import MARKER, BreakageReport, render
+from service.domain.pr_comment import (
+    MARKER,
+    BreakageReport,
+    QuarantinedFailure,
+    pr_page_url,
+    render,
+)
 from service.domain.public_text import public_text
 from service.github.analysis import rank_range, ranking_note, suspects_json
 from service.github.client import GitHubClient
 from service.github.errors import GitHubConfigError, GitHubUnavailable
-from service.models import Backend, Breakage, BreakageStatus, Failure, OutboxKind, OutboxMessage
+from service.models import (
+    Backend,
+    Breakage,
+    BreakageStatus,
+    Failure,
+    OutboxKind,
+    OutboxMessage,
+    Run,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +94,13 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
     for breakage in culprits.breakages_on_pr(session, pr, cfg.min_score):
         backend = session.get(Backend, breakage.backend_id)
         decisive = session.scalar(
-            select(Failure.line).where(Failure.breakage_id == breakage.id).order_by(Failure.id.desc()).limit(1)
+            select(Failure.line)
+            .where(Failure.breakage_id == breakage.id, Failure.quarantined.is_(False))
+            .order_by(Failure.id.desc()).limit(1)
         )
-        top = culprits.reported_suspect(breakage) or breakage.culprits[0]
+        dispute = next((d for d in breakage.disputes or [] if int(d["pr"]) == pr), None)
+        top = (next((c for c in breakage.culprits if c.get("pr") == pr), breakage.culprits[0])
+               if dispute else culprits.reported_suspect(breakage) or breakage.culprits[0])
         verification = top.get("verification") or {}
         reports.append(
             BreakageReport(
@@ -97,25 +115,61 @@ def pr_reports(session: Session, pr: int, cfg: ReportSettings) -> list[BreakageR
                 base_sha=breakage.range_base_sha,
                 head_sha=breakage.range_head_sha,
                 occurrences=breakage.occurrences,
-                resolved=breakage.status == BreakageStatus.RESOLVED,
+                resolved=breakage.status != BreakageStatus.OPEN,
                 score=float(top["score"]),
                 reasons=tuple(top.get("reasons", ())),
                 url=breakage_url(cfg.public_url, breakage.id),
                 verification=verification.get("state"),
                 evidence=verification.get("evidence"),
+                disputed_by=dispute["by"] if dispute else None,
+                dispute_reason=dispute["reason"] if dispute else None,
             )
         )
     return reports
+
+
+def quarantined_failures(
+    session: Session, pr: int, cfg: ReportSettings, *, limit: int = 20
+) -> list[QuarantinedFailure]:
+    """The quarantined failures of the open breakages' newest red runs: listed on the
+    comment apart from the breakages, never as one."""
+    open_ones = [b for b in culprits.breakages_on_pr(session, pr, cfg.min_score)
+                 if b.status != BreakageStatus.RESOLVED and b.last_seen_run_id is not None]
+    run_ids = {b.last_seen_run_id for b in open_ones}
+    if not run_ids:
+        return []
+    rows = session.execute(
+        select(Failure.run_id, Failure.nodeid, Failure.line, Backend.name)
+        .join(Run, Run.id == Failure.run_id)
+        .join(Backend, Backend.id == Run.backend_id)
+        .where(Failure.run_id.in_(run_ids), Failure.quarantined.is_(True))
+        .order_by(Backend.name, Failure.id).limit(limit)
+    ).all()
+    return [
+        QuarantinedFailure(backend=name, run_id=run_id, nodeid=nodeid,
+                           line=public_text(line or "", cfg.public_url),
+                           url=run_link(cfg.public_url, run_id))
+        for run_id, nodeid, line, name in rows
+    ]
+
+
+def pr_body(session: Session, pr: int, reports: list[BreakageReport], cfg: ReportSettings) -> str:
+    """The comment as it is posted: the PR's public page linked, quarantined failures apart."""
+    return render(pr, reports, page_url=pr_page_url(cfg.public_url, pr),
+                  quarantined=quarantined_failures(session, pr, cfg))
 
 
 def label_op(reports: list[BreakageReport], cfg: ReportSettings) -> str:
     """What the PR's label does: added while a break is open and confirmed by undoing the
     PR (any open one, with ``label_unverified``: on score alone), removed once all are
     resolved when ``unlabel_on_fix``; else kept as it is. A score is not a verdict, and
-    a label is a public accusation."""
-    open_ones = [r for r in reports if not r.resolved]
+    a label is a public accusation, so a person's dispute ("not this PR") of every open
+    break it was suspected of takes it off whatever ``unlabel_on_fix`` says."""
+    open_ones = [r for r in reports if r.accuses]
     if open_ones:
         return "add" if cfg.label_unverified or any(r.confirmed for r in open_ones) else "keep"
+    if any(r.disputed_by and not r.resolved for r in reports):
+        return "remove"
     return "remove" if cfg.unlabel_on_fix else "keep"
 
 
@@ -124,7 +178,7 @@ def _report_pr(session: Session, message: OutboxMessage, github: GitHubClient, c
     reports = pr_reports(session, pr, cfg)
     if not reports:
         return {"skipped": "no breakage names this PR any more"}
-    body = render(pr, reports)
+    body = pr_body(session, pr, reports, cfg)
     op = label_op(reports, cfg)
     result: dict[str, Any] = {"pr": pr, "label": cfg.label, "label_op": op, "body": body}
     if not cfg.can_write:

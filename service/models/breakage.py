@@ -10,12 +10,14 @@ from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
-from service.models.masked import MaskedJSON, MaskedText
+from service.models.masked import MaskedJSON, MaskedString, MaskedText
 
 
 class BreakageStatus(enum.StrEnum):
     OPEN = "open"
     RESOLVED = "resolved"
+    # A person's "done" (ootci breakage ID close), not a green run's; it recurring reopens it.
+    CLOSED = "closed"
 
 
 class Breakage(Base):
@@ -56,3 +58,17 @@ class Breakage(Base):
     culprits_note: Mapped[str | None] = mapped_column(MaskedText)
     culprits_ranked_at: Mapped[dt.datetime | None]
     note: Mapped[str | None] = mapped_column(MaskedText)
+    # Triage by people (service/commands/triage_actions.py), each change in the audit log.
+    # Links to bugs: [{url, by, at}].
+    links: Mapped[list[Any] | None] = mapped_column(MaskedJSON, default=list)
+    # Muted until a date, or until a newer torch than this version shows it (the domain's
+    # triage_actions.is_snoozed); by whom and why.
+    snoozed_until: Mapped[dt.datetime | None]
+    snoozed_until_torch: Mapped[str | None] = mapped_column(String(100))
+    snoozed_by: Mapped[str | None] = mapped_column(MaskedString(200))
+    snooze_reason: Mapped[str | None] = mapped_column(MaskedText)
+    # "Not this PR": [{pr, reason, by, at}]; a disputed suspect is never reported again.
+    disputes: Mapped[list[Any] | None] = mapped_column(MaskedJSON, default=list)
+    closed_at: Mapped[dt.datetime | None]
+    closed_by: Mapped[str | None] = mapped_column(MaskedString(200))
+    close_reason: Mapped[str | None] = mapped_column(MaskedText)

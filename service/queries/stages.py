@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.domain.triage_actions import is_snoozed
 from service.models import (
+    Breakage,
     Failure,
     Outcome,
     Step,
     TestResult,
+    utcnow,
 )
 
 
@@ -28,9 +31,10 @@ class StageFacts:
     """Per run: step statuses, classified failures, and test outcomes counted per suite."""
 
     steps: dict[int, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
-    # Per run: (stage, triaged category, subtype, nodeid, line, the rule's category).
+    # Per run: (stage, triaged category, subtype, nodeid, line, the rule's category, muted:
+    # its breakage is snoozed).
     failures: dict[
-        int, list[tuple[str, str | None, str | None, str | None, str, str | None]]
+        int, list[tuple[str, str | None, str | None, str | None, str, str | None, bool]]
     ] = field(default_factory=lambda: defaultdict(list))
     suite_counts: dict[int, dict[str, dict[str, int]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(dict))
@@ -57,7 +61,9 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
             attempt_of[run_id] = attempt
             facts.steps[run_id] = {}
         facts.steps[run_id][name] = status
-    for run_id, stage, triaged, subtype, nodeid, line, suggested in session.execute(
+    now = utcnow()
+    for run_id, stage, triaged, subtype, nodeid, line, suggested, until, until_torch in \
+            session.execute(
         select(
             Failure.run_id,
             Failure.stage,
@@ -66,11 +72,15 @@ def stage_facts(session: Session, run_ids: Collection[int]) -> StageFacts:
             Failure.nodeid,
             func.substr(Failure.line, 1, 200),
             Failure.category,
+            Breakage.snoozed_until,
+            Breakage.snoozed_until_torch,
         )
+        .outerjoin(Breakage, Breakage.id == Failure.breakage_id)
         .where(Failure.run_id.in_(ids))
         .order_by(Failure.id)
     ):
-        facts.failures[run_id].append((stage, triaged, subtype, nodeid, line or "", suggested))
+        facts.failures[run_id].append((stage, triaged, subtype, nodeid, line or "", suggested,
+                                       is_snoozed(until, until_torch, now)))
     for run_id, suite, outcome, n in session.execute(
         select(TestResult.run_id, TestResult.suite, TestResult.outcome, func.count())
         .where(TestResult.run_id.in_(ids))

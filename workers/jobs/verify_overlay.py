@@ -9,10 +9,11 @@ and a restored file is a new file: the red install is never written through a li
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
-import subprocess
+import sysconfig
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -24,21 +25,43 @@ FileAt = Callable[[str, str], bytes | None]
 
 def red_torch_dir(torch_spec: str, python: str | None) -> Path:
     """The ``torch`` package the red run built against: a ``path:`` spec's own, else the
-    one its provisioned interpreter finds (the shared env, which the run only layered)."""
+    one its provisioned interpreter finds (the shared env, which the run only layered).
+
+    Found by reading the env's site dirs, never by starting its interpreter: that would
+    run every ``.pth`` of the red wheel outside the sandbox, as the worker."""
     if torch_spec.startswith("path:"):
         found = Path(torch_spec.removeprefix("path:")).expanduser().resolve() / "torch"
     elif python and Path(python).exists():
-        probe = subprocess.run(
-            [python, "-c", "import importlib.util as u; "
-             "print(next(iter(u.find_spec('torch').submodule_search_locations)))"],
-            capture_output=True, text=True, timeout=60, check=False,
-        )
-        found = Path(probe.stdout.strip()) if probe.returncode == 0 else Path("/nonexistent")
+        found = _torch_in(_site_packages(Path(python).parent.parent)) or Path("/nonexistent")
     else:
         raise RestoreError(f"the red run's torch env ({python or 'none recorded'}) is gone")
     if not (found / "__init__.py").is_file():
         raise RestoreError(f"the red run's torch is not at {found} any more")
     return found
+
+
+def _site_packages(prefix: Path) -> Path:
+    return Path(sysconfig.get_paths(vars={"base": str(prefix), "platbase": str(prefix)})["purelib"])
+
+
+# What ``layered_venv`` (workers/pipeline/env/layered.py) writes into a layered env's .pth, one line per parent site dir.
+_ADDSITEDIR = re.compile(r"import site; site\.addsitedir\((?P<arg>'[^']*'|\"[^\"]*\")\)")
+
+
+def _torch_in(site: Path, seen: frozenset[Path] = frozenset()) -> Path | None:
+    """``site``'s torch package, else the first found behind it, in the order Python
+    would: its own, then each parent a layering .pth adds (a cycle is not followed)."""
+    if (site / "torch" / "__init__.py").is_file():
+        return site / "torch"
+    if site in seen or not site.is_dir():
+        return None
+    for pth in sorted(site.glob("*.pth")):
+        for line in pth.read_text(errors="replace").splitlines():
+            if (m := _ADDSITEDIR.fullmatch(line.strip())) is not None:
+                parent = _torch_in(Path(ast.literal_eval(m["arg"])), seen | {site})
+                if parent is not None:
+                    return parent
+    return None
 
 
 def restored_contents(

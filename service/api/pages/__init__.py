@@ -17,6 +17,7 @@ from service.api.pages import (
     login,
     matrix,
     pins,
+    prs,
     runs,
     search,
     tests,
@@ -26,7 +27,7 @@ from service.api.templates import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
 for _module in (matrix, runs, breakages, tests, trends, search, pins, conformance, login, audit,
-                flaky):
+                flaky, prs):
     router.include_router(_module.router)
 
 

@@ -32,6 +32,7 @@ class FailureFact:
     nodeid: str | None
     line: str
     suggested: str | None = None  # what the classifier's rule suggested
+    muted: bool = False  # its breakage is snoozed: shown, not red
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Cell:
     subtype: str | None
     detail: str
     run_id: int | None
+    # Every failure in it belongs to a snoozed breakage: its verdict shown, not red.
+    muted: bool = False
 
     @property
     def glyph(self) -> str:
@@ -90,7 +93,10 @@ def _failed(run: RunFacts, failures: Sequence[FailureFact], counted: str) -> Cel
     detail = f"{counted}; {worst.line[:100]}" if worst.line else counted
     if worst.suggested and worst.suggested != category:
         detail = f"{detail} (the rule suggests {worst.suggested})"
-    return Cell(category, worst.subtype, detail, run.run_id)
+    muted = all(f.muted for f in failures)
+    if muted:
+        detail = f"{detail} (snoozed)"
+    return Cell(category, worst.subtype, detail, run.run_id, muted)
 
 
 def _pending(run: RunFacts, step: str | None) -> Cell:

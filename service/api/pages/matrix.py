@@ -13,6 +13,8 @@ from starlette.responses import HTMLResponse
 from service.api.deps import ContextDep, SessionDep
 from service.api.pages.cells import EMPTY, VERDICTS, Cell, FailureFact, RunFacts, stage_cells
 from service.api.templates import render
+from service.domain.triage_actions import is_snoozed
+from service.models import utcnow
 from service.queries import runs as run_queries
 from service.queries import stages
 from service.queries.breakages import BreakageFilters, list_breakages
@@ -113,8 +115,9 @@ def row_cells_html(row: Row, columns: list[tuple[str, str]], runs_base: str) -> 
         c = row.cells.get((backend, stage), EMPTY)
         b, st = escape(backend), escape(stage)
         first = " first" if stage == "build" else ""
-        head = (f'<td class="cell v-{c.verdict}{first}" data-backend="{b}" data-stage="{st}" '
-                f'data-verdict="{c.verdict}">')
+        muted = " muted-cell" if c.muted else ""
+        head = (f'<td class="cell v-{c.verdict}{first}{muted}" data-backend="{b}" '
+                f'data-stage="{st}" data-verdict="{c.verdict}">')
         if c.run_id is None:
             out.append(f'{head}<span title="not run">·</span></td>')
         else:
@@ -133,7 +136,10 @@ def open_breakages(session: Session, backend: str | None) -> dict[str, object]:
                            limit=OPEN_SHOWN)
     first_seen = run_queries.target_labels(
         session, {b.first_seen_run_id for b in found.breakages if b.first_seen_run_id})
-    return {"page": found, "first_seen": first_seen}
+    now = utcnow()
+    snoozed = {b.id for b in found.breakages
+               if is_snoozed(b.snoozed_until, b.snoozed_until_torch, now)}
+    return {"page": found, "first_seen": first_seen, "snoozed": snoozed}
 
 
 @router.get("/", response_class=HTMLResponse, name="dash_matrix")

@@ -1,4 +1,5 @@
-"""Search by test name, symbol, header or error text."""
+"""Search by test name, symbol, header or error text, and by identifier: an upstream PR
+number, a torch commit sha or a torch version."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from starlette.responses import HTMLResponse
 from service.api.deps import SessionDep
 from service.api.templates import render
 from service.queries import search as search_queries
+from service.queries import search_ids
 
 router = APIRouter()
 
@@ -24,9 +26,11 @@ def search_page(
 ) -> HTMLResponse:
     q = q.strip()
     results = search_queries.search(session, q) if len(q) >= MIN_QUERY else None
+    ids = search_ids.find_ids(session, q) if len(q) >= MIN_QUERY else None
     return render(request, "search.html", {
         "page_title": f"Search: {q}" if q else "Search",
         "q": q,
         "results": results,
+        "ids": ids,
         "min_query": MIN_QUERY,
     })

@@ -17,7 +17,12 @@ from sqlalchemy.orm import Session
 
 from service.commands import culprits, flaky
 from service.commands.breakages import record_occurrences, resolve_fixed
-from service.commands.notifications import breakage_subject, notify, vendor_status
+from service.commands.notifications import (
+    breakage_subject,
+    notify,
+    notify_breakage,
+    vendor_status,
+)
 from service.commands.torch_builds import record_torch_build
 from service.config import Settings
 from service.domain.classify import (
@@ -404,10 +409,10 @@ def _tell_subscribers(
                                                if b.first_seen_run_id == run.id]),
                          (Event.RESOLVED, resolved)):
         for b in found:
-            notify(session, run.backend_id, event, breakage_subject(b),
-                   key=f"breakage:{b.id}:{b.first_seen_run_id}",
-                   url=f"{base}/breakages/{b.id}" if base else None,
-                   digest_hour=settings.notify_digest_hour)
+            notify_breakage(session, b, event, breakage_subject(b),
+                            key=f"breakage:{b.id}:{b.first_seen_run_id}",
+                            url=f"{base}/breakages/{b.id}" if base else None,
+                            digest_hour=settings.notify_digest_hour)
 
 
 def notify_run_errored(session: Session, run: Run, error: str, settings: Settings) -> None:

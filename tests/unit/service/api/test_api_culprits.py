@@ -51,7 +51,7 @@ def test_culprits_api_gives_range_suspects_and_where_it_was_posted(
     assert (doc["range"]["base"], doc["range"]["head"]) == (BASE, HEAD)
     assert doc["range"]["compare_url"] == f"https://github.com/pytorch/pytorch/compare/{BASE}...{HEAD}"
     # No verification has run: the key is there, null (issue #29).
-    assert doc["suspects"] == [{**SUSPECT, "verification": None}]
+    assert doc["suspects"] == [{**SUSPECT, "verification": None, "disputed": False}]
     posted = [r for r in doc["reports"] if r["kind"] == "pr-report"]
     assert posted[0]["state"] == "sent" and posted[0]["target"] == "pytorch/pytorch#120969"
     assert posted[0]["url"].endswith("#issuecomment-7")

@@ -78,3 +78,26 @@ def test_the_overlay_has_a_git_version_of_its_own(tmp_path: Path) -> None:
     assert rel == "torch/version.py"
     assert f"git_version = '{'c' * 40}-undo-9c384d5049ce'" in text.decode()
     assert "__version__ = '2.14.0'" in text.decode()
+
+
+def test_the_red_torch_is_found_through_layered_envs_without_running_them(tmp_path: Path) -> None:
+    """A run's env is a venv layered over the shared env by a .pth; the red wheel's own
+    .pth files would run as the worker if ootci started that interpreter to ask."""
+    from workers.jobs.verify_overlay import _site_packages, red_torch_dir
+    from workers.pipeline.env.layered import layered_venv
+
+    base = tmp_path / "shared"
+    base_site = _site_packages(base)
+    base_site.mkdir(parents=True)
+    (base_site / "torch").mkdir()
+    (base_site / "torch" / "__init__.py").write_text("")
+    marker = tmp_path / "ran"
+    (base_site / "evil.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n")
+    python = layered_venv(tmp_path / "run-env", [base_site], pth="_ootci_layers.pth")
+
+    assert red_torch_dir("nightly", str(python)) == base_site / "torch"
+    assert not marker.exists()
+
+    (base_site / "torch" / "__init__.py").unlink()
+    with pytest.raises(RestoreError, match="not at"):
+        red_torch_dir("nightly", str(python))
