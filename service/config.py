@@ -323,6 +323,12 @@ class Settings(BaseSettings):
         description="Shards a large suite's test step is split into for several workers to "
         "run at once against the run's one build (with a broker); 1 = no sharding.",
     )
+    test_serial_below_s: float = Field(
+        3.0, ge=0,
+        description="A suite whose tests took less than this many seconds in the backend's "
+        "previous run is run in one pytest process: listing its files and starting more "
+        "processes would cost more than they save; 0 = always split.",
+    )
     test_shard_min_files: int = Field(
         20, ge=2,
         description="A suite is sharded (test_shards > 1) only from this many test files.",

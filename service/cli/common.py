@@ -106,12 +106,13 @@ def sealed_or_die(settings: Settings, no_sandbox: bool = False) -> Settings:
 def migrated_engine(settings: Settings) -> Engine:
     """A migrated engine, or exit 2 with the reason the database is unusable."""
     from service.db import DatabaseUnavailable, check_connection, get_engine
-    from service.migrate import upgrade
+    from service.migrate import at_head, upgrade
 
     engine = get_engine(settings.resolved_database_url)
     try:
         check_connection(engine)
-        upgrade(engine)
+        if not at_head(engine):  # alembic only when there is something to migrate
+            upgrade(engine)
     except DatabaseUnavailable as exc:
         die(str(exc))
     return engine

@@ -269,10 +269,16 @@ def _execute_with_progress(engine: Engine, settings: Settings, run_id: int, as_j
 
 def report_to_github(engine: Engine, settings: Settings) -> None:
     """The embedded mode's outbox drain: what the run queued for GitHub goes out now."""
+    from service.commands.outbox import due
     from service.db import session_factory
+
+    sessions = session_factory(engine)
+    with sessions() as session:
+        if not due(session, limit=1):
+            return  # most runs queue nothing: no GitHub client (PyGithub) to start
     from service.github.reporter import drain_quietly
 
-    result = drain_quietly(settings, session_factory(engine))
+    result = drain_quietly(settings, sessions)
     if result is not None and (result.sent or result.dry_run or result.errors):
         console.print(f"github: {result.sent} sent, {result.dry_run} dry-run"
                       + (f"; kept for later: {escape(result.errors[0])}" if result.errors else ""))

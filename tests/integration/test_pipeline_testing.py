@@ -458,6 +458,28 @@ def test_the_recipes_test_requires_are_installed_before_the_suite(
     assert outcomes(result) == {"test_dependency_is_there": "passed"}
 
 
+def test_test_requires_already_in_the_env_start_no_pip(installed: TorchEnv, tmp_path: Path) -> None:
+    # pytest is in the env (the suite runs on it): nothing for pip to do, so pip is not
+    # started; a version the env does not have still goes to pip (which fails: no network).
+    suite = make_suite(tmp_path, {"test_ok.py": "def test_ok():\n    pass\n"})
+    with (suite / "ootci.toml").open("a") as recipe:
+        recipe.write('requires = ["pytest>=7", "expecttest"]\n')
+    result = run(suite, installed, tmp_path)
+    log = (tmp_path / "test.log").read_text()
+    assert outcomes(result) == {"test_ok": "passed"}
+    assert "test requirements are in the env already: pytest>=7 expecttest" in log
+    assert " -m pip install" not in log
+    # pytest-timeout found by the same probe of the env, and loaded
+    assert "pytest-timeout not in the env" not in log and "timeout: 60.0s" in log
+
+    (suite / "ootci.toml").write_text((suite / "ootci.toml").read_text().replace(
+        '"pytest>=7"', '"pytest<1"'))
+    result = run(suite, installed, tmp_path / "again")
+    log = (tmp_path / "again" / "test.log").read_text()
+    assert "installing the suite's test requirements: pytest<1 expecttest" in log
+    assert " -m pip install" in log
+
+
 def test_a_missing_test_dependency_is_the_environments_not_upstreams(
     installed: TorchEnv, tmp_path: Path
 ) -> None:

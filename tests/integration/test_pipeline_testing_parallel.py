@@ -186,7 +186,7 @@ def test_the_next_run_balances_its_parts_by_the_last_runs_times(world_readable_d
     }
     backend = write_pyonly_backend(world_readable_dir / "pyonly", files)
     settings = Settings(home=world_readable_dir / "home", database_url="", broker_url="",
-                        test_processes=2, rerun_failed_tests=False)
+                        test_processes=2, rerun_failed_tests=False, test_serial_below_s=0)
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
     parts: list[list[set[str]]] = []
@@ -203,3 +203,32 @@ def test_the_next_run_balances_its_parts_by_the_last_runs_times(world_readable_d
     assert slow in parts[0][1] and len(parts[0][1]) == 2  # by size
     assert parts[1][0] == {slow}  # by time
     assert "parts balanced by the backend's previous run: 3 of 3 file(s) timed" in log_text
+
+
+def test_a_suite_the_last_run_timed_as_short_runs_in_one_process(world_readable_dir: Path) -> None:
+    # The first run has no times: listed and split. The second knows the suite took well
+    # under test_serial_below_s: no listing, no parts, the same records from one pytest.
+    files = {f"test_{n}.py": f"def test_{n}():\n    pass\n" for n in range(3)}
+    backend = write_pyonly_backend(world_readable_dir / "pyonly", files)
+    settings = Settings(home=world_readable_dir / "home", database_url="", broker_url="",
+                        test_processes=2, rerun_failed_tests=False, test_serial_below_s=60)
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    runs: list[tuple[dict[str, str], Path, str]] = []
+    for _ in range(2):
+        with session_scope(engine) as s:
+            run_id = create_run(s, get_or_create_backend(s, "pyonly", str(backend)), "installed",
+                                trigger="cli").id
+        assert execute_run(engine, settings, run_id, "w1") == "passed"
+        with Session(engine) as s:
+            results = {r.nodeid: r.outcome
+                       for r in s.scalars(select(TestResult).where(TestResult.run_id == run_id))}
+        test_dir = settings.home / "work" / "runs" / str(run_id) / "test"
+        runs.append((results, test_dir, (test_dir.parent / "test.log").read_text()))
+    engine.dispose()
+    (first, first_dir, first_log), (second, second_dir, second_log) = runs
+    assert first == second == {f"tests/test_{n}.py::test_{n}": "passed" for n in range(3)}
+    assert "in 2 processes" in first_log and (first_dir / "part-1").is_dir()
+    assert "one pytest process: the suite's tests took" in second_log
+    assert "listing the suite's test files" not in second_log
+    assert not (second_dir / "listing").exists() and not (second_dir / "part-0").exists()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 
 from service.config import Settings
-from service.github.client import GitHubClient
 from service.github.errors import GitHubError
 from workers.pipeline.logs.sink import LogSink
 
@@ -18,6 +17,10 @@ def commit_date(settings: Settings, sha: str, log: LogSink) -> dt.date | None:
         log.write(f"ootci: no OOTCI_GITHUB_TOKEN: the date of {sha} is unknown, "
                   "searching the newest nightlies\n")
         return None
+    # Here, not at the top: PyGithub is a quarter of a second of every `ootci run`'s
+    # start-up, and only a commit: spec with a token ever needs it.
+    from service.github.client import GitHubClient
+
     try:
         date = GitHubClient.from_settings(settings).commit_date(sha)
     except GitHubError as exc:

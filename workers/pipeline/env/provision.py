@@ -44,7 +44,7 @@ from workers.pipeline.cache.layout import (
     env_lock,
     stamp,
 )
-from workers.pipeline.env import envcache
+from workers.pipeline.env import envcache, installed_probe
 from workers.pipeline.env.digest import sha256_file
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
 from workers.pipeline.env.installer import Installer
@@ -328,6 +328,27 @@ def _overlay_venv(cache_dir: Path, key: str, log: LogSink) -> Path:
     return python
 
 
+def _installed_probe(
+    cache_dir: Path, log: LogSink, probe_sandbox: ProbeSandbox | None
+) -> dict[str, str]:
+    """The ``installed`` torch's probe, run again only when the install changed
+    (``installed_probe.py``)."""
+    package = installed_probe.torch_dir()
+    print_ = installed_probe.fingerprint(package) if package is not None else None
+    if print_ is not None and (probe := installed_probe.recalled(cache_dir, print_)) is not None:
+        log.write(f"ootci: torch unchanged at {package} since its import was probed")
+        return probe
+    try:
+        probe = _probe(Path(sys.executable), (), "installed", None, probe_sandbox)
+    except ProvisionError as exc:
+        raise SpecError(
+            f"'installed': the interpreter running ootci has no usable torch: {exc}"
+        ) from None
+    if print_ is not None:
+        installed_probe.remember(cache_dir, print_, probe)
+    return probe
+
+
 def provision(
     spec: TorchSpec,
     cache_dir: Path,
@@ -348,13 +369,7 @@ def provision(
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.write(f"ootci: provisioning torch for {spec.text!r}")
     if spec.kind == SourceKind.INSTALLED:
-        python = Path(sys.executable)
-        try:
-            probe = _probe(python, (), spec.text, None, probe_sandbox)
-        except ProvisionError as exc:
-            raise SpecError(
-                f"'installed': the interpreter running ootci has no usable torch: {exc}"
-            ) from None
+        probe = _installed_probe(cache_dir, log, probe_sandbox)
         key = _key(
             kind="installed", prefix=sys.prefix, version=probe["version"], git=probe["git_version"]
         )

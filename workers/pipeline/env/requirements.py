@@ -8,13 +8,58 @@ env's version by a constraint: a requirement must not replace the torch under te
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, run_streaming
 from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.sink import LogSink
+
+
+def already_satisfied(requirements: Sequence[str], sys_path: Sequence[str], torch_version: str) -> bool:
+    """Whether pip would find nothing to do for ``requirements`` in the interpreter whose
+    ``sys.path`` this is: each one, and what each needs (recursively, its markers evaluated
+    here), installed at a version it allows, the first found on the path being the one that
+    counts, and torch at ``torch_version`` (the constraint). Anything this does not decide
+    for certain (a URL, extras, a marker on a requirement itself, a name it cannot parse)
+    answers False, so pip decides."""
+    path = [p for p in sys_path if p and Path(p).is_dir()]
+    pending: list[Requirement] = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            return False
+        if req.url or req.extras or req.marker:
+            return False
+        pending.append(req)
+    seen: set[str] = set()
+    while pending:
+        req = pending.pop()
+        name = canonicalize_name(req.name)
+        if req.url or req.extras:
+            return False
+        dist = next(iter(importlib.metadata.distributions(name=req.name, path=path)), None)
+        if dist is None or not req.specifier.contains(dist.version, prereleases=True):
+            return False
+        if name == "torch" and dist.version != torch_version:
+            return False
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in dist.requires or ():
+            try:
+                needed = Requirement(text)
+            except InvalidRequirement:
+                return False
+            if needed.marker is None or needed.marker.evaluate({"extra": ""}):
+                pending.append(needed)
+    return True
 
 
 def install_requirements(

@@ -262,7 +262,10 @@ def run_streaming(
             log.write(f"ootci: killing {cmd[0]!r}: {reason}")
             _kill_group(proc, term_grace_s)
             break
-        time.sleep(poll_s)
+        # Not a plain sleep: a process that ends is noticed at once, not up to poll_s later
+        # (a small backend's run starts a handful of them).
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=poll_s)
 
     reader.join(_READER_DRAIN_S)
     if reader.is_alive():

@@ -19,6 +19,7 @@ split by file (``parallel.py``): the files under ``<work_dir>/part-<n>/``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from service.domain.crash_storm import DEFAULT_RESTART_BUDGET, CrashStorm
 from service.domain.nodeids import COLLECTION_NODEID, IMPORT_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.import_probe import decisive_text, probe_import, without_autoload
-from workers.pipeline.env.requirements import install_requirements
+from workers.pipeline.env.requirements import already_satisfied, install_requirements
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, describe_signal
 from workers.pipeline.isolation.sandbox import StepSandbox
@@ -85,6 +86,7 @@ class TestRunOptions:
     ignore_files: Sequence[str] = ()
     file_seconds: Mapping[str, float] | None = None
     restart_budget: int = DEFAULT_RESTART_BUDGET
+    serial_below_s: float = 0.0
 
     @classmethod
     def of_settings(cls, settings: Settings, **options: Any) -> TestRunOptions:
@@ -92,7 +94,8 @@ class TestRunOptions:
         crashes as the settings say."""
         return cls(timeout_s=settings.step_timeout_s, per_test_timeout_s=settings.test_timeout_s,
                    rerun_failures=settings.rerun_failed_tests,
-                   restart_budget=settings.test_restart_budget, **options)
+                   restart_budget=settings.test_restart_budget,
+                   serial_below_s=settings.test_serial_below_s, **options)
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ def run_tests(
     if options.only:
         log.write(f"ootci: running only {len(options.only)} test(s): the failures being rerun")
     # A rerun of named failures is small: one process, like before the parallel step.
-    parts = [] if options.only or options.processes < 2 else _parts(
+    parts = [] if options.only or options.processes < 2 or _short_last_time(options, log) else _parts(
         suite.runner(work_dir / "listing", log), options.processes, options.file_seconds or {})
     if len(parts) > 1:
         deadline = started + options.timeout_s  # the listing counts against the step's limit
@@ -165,10 +168,20 @@ def _prepare(
         log.write(sandbox.describe())
         sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
     (work_dir / RESULTS_FILE).unlink(missing_ok=True)
-    install_test_requirements(recipe, env, work_dir, log, sandbox)
+    facts = env_facts(env, sandbox)
+    if recipe.test_requires:
+        # A pip start is a second or two of a small backend's run: skipped when pip would
+        # find every requirement (and what it needs) installed already.
+        if facts is not None and already_satisfied(recipe.test_requires, facts.sys_path,
+                                                   env.version):
+            log.write("ootci: the suite's test requirements are in the env already: "
+                      + " ".join(recipe.test_requires))
+        else:
+            install_test_requirements(recipe, env, work_dir, log, sandbox)
+            facts = env_facts(env, sandbox)  # pip may have brought pytest-timeout
     per_test_s = min(recipe.timeout_per_test_s, options.per_test_timeout_s)
     timeout_args: tuple[str, ...] = ()
-    if has_module(env, "pytest_timeout", sandbox):
+    if facts is not None and facts.has_timeout:
         # `-p timeout` (its entry-point name) loads it even with plugin autoload disabled
         # and is a no-op otherwise; `-p pytest_timeout` would register it twice.
         timeout_args = ("-p", "timeout", f"--timeout={per_test_s}", "--timeout-method=thread")
@@ -215,11 +228,23 @@ def install_test_requirements(
                                 what="the suite's test requirements", sandbox=sandbox)
 
 
-def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -> bool:
-    """Whether the env's interpreter can import ``module`` (e.g. pytest_timeout). In the
-    step's ``sandbox``: the env's .pth files run, and a build may have written them."""
-    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
-    command = [str(env.python), "-P", "-c", probe]  # -P: the cwd cannot shadow the env
+@dataclass(frozen=True)
+class EnvFacts:
+    """What the suite's interpreter sees: its ``sys.path`` (where pip would look for what
+    is installed) and whether pytest-timeout is importable."""
+
+    sys_path: tuple[str, ...]
+    has_timeout: bool
+
+
+_FACTS = ("import importlib.util, json, sys; print('OOTCI_ENV=' + json.dumps({'path': sys.path, "
+          "'timeout': importlib.util.find_spec('pytest_timeout') is not None}))")
+
+
+def env_facts(env: TorchEnv, sandbox: StepSandbox | None = None) -> EnvFacts | None:
+    """Asked of the env's interpreter, in one start of it; None when it cannot answer. In
+    the step's ``sandbox``: the env's .pth files run, and a build may have written them."""
+    command = [str(env.python), "-P", "-c", _FACTS]  # -P: the cwd cannot shadow the env
     cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
         proc = subprocess.run(
@@ -227,12 +252,17 @@ def has_module(env: TorchEnv, module: str, sandbox: StepSandbox | None = None) -
             cwd=cwd,
             env=child_env({}, pythonpath_front=env.pythonpath),
             capture_output=True,
+            text=True,
             timeout=120,
             preexec_fn=sandbox.preexec() if sandbox else None,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False  # the test run itself will report the broken interpreter
-    return proc.returncode == 0
+        return None  # the test run itself will report the broken interpreter
+    for line in proc.stdout.splitlines():
+        if line.startswith("OOTCI_ENV=") and proc.returncode == 0:
+            facts = json.loads(line.removeprefix("OOTCI_ENV="))
+            return EnvFacts(tuple(facts["path"]), bool(facts["timeout"]))
+    return None
 
 
 
@@ -300,6 +330,22 @@ def probe_torch_import(
         return TestRecord(nodeid=IMPORT_NODEID, outcome=Outcome.ERROR, message=message,
                           details=text[-20000:])
     return None
+
+
+def _short_last_time(options: TestRunOptions, log: LogSink) -> bool:
+    """Whether the backend's previous run timed this suite as too short to split: listing
+    its files is a pytest start of its own, and each part starts pytest (and imports torch)
+    again, which a suite of a few seconds does not win back. The records are the same either
+    way; a suite that grew is split again from the run after it (its times are recorded)."""
+    seconds = options.file_seconds
+    if not seconds or options.serial_below_s <= 0:
+        return False  # never timed: split, and time it
+    total = sum(seconds.values())
+    if total >= options.serial_below_s:
+        return False
+    log.write(f"ootci: one pytest process: the suite's tests took {total:.1f} s in the "
+              f"backend's previous run (split from {options.serial_below_s:g} s)")
+    return True
 
 
 def _parts(

@@ -121,3 +121,12 @@ def test_logsink_tail_is_bounded_and_appends(tmp_path: Path) -> None:
         assert log.lines_written == 7
     assert path.read_text().splitlines()[0] == "from an earlier attempt"
     assert log.closed
+
+
+def test_an_ended_process_is_noticed_before_the_next_poll(tmp_path: Path) -> None:
+    # The watchdog is still asked every poll_s, but the end of the process does not wait
+    # for the next one.
+    with LogSink(tmp_path / "log") as log:
+        result = run_streaming(["sleep", "1"], cwd=tmp_path, env=child_env({}), log=log,
+                               timeout_s=120, poll_s=60, watchdog=lambda: None)
+    assert result.returncode == 0 and result.duration_s < 30

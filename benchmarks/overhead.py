@@ -1,0 +1,158 @@
+"""ootci's own overhead on a small backend: ``ootci run --torch installed`` against the same
+build command and ``python -m pytest`` run by hand with the same torch env's python.
+
+    python benchmarks/overhead.py [--rounds 5] [--bundled]
+
+The backend is a copy of tests/fixtures/backends/pysrc (pure Python, src layout) with the
+recipe ``ootci init`` drafts for it; ``--bundled`` measures backend/ (torch_openreg) too.
+Both sides are warm (one untimed round first: ootci's env and build dir exist, the hand env
+exists, pip's and Python's caches are hot) and the minimum of ``--rounds`` is kept, for wall
+time and, separately, the machine's busy CPU time (benchmarks/cpu_meter.py; the whole
+machine is counted, so read it on a quiet one). By hand is the recipe's build command, then
+its test command, in a venv layered over this interpreter's site-packages (what ``ootci run
+--torch installed`` builds on); ootci's test requirements are already there, so installing
+them is ootci's overhead, not the backend's work.
+
+Targets: issue #31, ootci <= 1.2x by hand for the pure-Python backend, <= 1.05x for the
+bundled one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu_meter import CpuMeter  # noqa: E402
+from workers.pipeline.env.layered import layered_venv, purelib  # noqa: E402
+from workers.pipeline.steps.recipe import expand, load_recipe  # noqa: E402
+
+PYSRC = ROOT / "tests" / "fixtures" / "backends" / "pysrc"
+
+
+@dataclass
+class Timing:
+    wall_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    steps: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def wall(self) -> float:
+        return min(self.wall_s)
+
+    @property
+    def cpu(self) -> float:
+        return min(self.cpu_s)
+
+    def fastest_steps(self) -> dict[str, float]:
+        return self.steps[self.wall_s.index(self.wall)]
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    env.update(extra)
+    return env
+
+
+def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, dict[str, float]]:
+    """The recipe's build command, then its test command, as a developer runs them."""
+    recipe = load_recipe(backend)
+    env = _clean_env(**recipe.env)
+    test_env = _clean_env(**recipe.test_env)
+    junit = work / "junit.xml"
+    with CpuMeter() as meter:
+        start = time.perf_counter()
+        subprocess.run(expand(recipe.build_command, python=str(python), junit=str(junit)), cwd=backend, env=env,
+                       check=True, capture_output=True)
+        built = time.perf_counter()
+        tests = subprocess.run(expand(recipe.test_command, python=str(python), junit=str(junit)), cwd=backend,
+                               env=test_env, capture_output=True, text=True)
+        end = time.perf_counter()
+    if tests.returncode != 0:
+        sys.exit(f"the suite failed by hand:\n{tests.stdout[-3000:]}")
+    return end - start, meter.use.busy_cpu_s, {"build": built - start, "test": end - built}
+
+
+def through_ootci(backend: Path, home: Path) -> tuple[float, float, dict[str, float]]:
+    with CpuMeter() as meter:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "service.cli", "run", "--torch", "installed", "--backend", str(backend), "--json"],
+            cwd=ROOT, env=_clean_env(OOTCI_HOME=str(home)), capture_output=True, text=True,
+        )
+        elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{proc.stdout[-3000:]}")
+    (result,) = json.loads(proc.stdout)
+    steps = {s["name"]: float(s["duration_s"]) for s in result["steps"]}
+    steps["outside steps"] = elapsed - sum(steps.values())
+    return elapsed, meter.use.busy_cpu_s, steps
+
+
+def measure(name: str, backend: Path, rounds: int, tmp: Path) -> tuple[Timing, Timing]:
+    hand_env = layered_venv(tmp / f"{name}-hand-env", [purelib(Path(sys.prefix))], pth="_parent.pth")
+    home = tmp / f"{name}-home"
+    hand, ootci = Timing(), Timing()
+    by_hand(backend, hand_env, tmp)  # warm: pip's cache, the page cache
+    through_ootci(backend, home)  # warm: ootci's env, build dir and database
+    for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits both
+        for timing, run in ((hand, lambda: by_hand(backend, hand_env, tmp)),
+                            (ootci, lambda: through_ootci(backend, home))):
+            wall, cpu, steps = run()
+            timing.wall_s.append(wall)
+            timing.cpu_s.append(cpu)
+            timing.steps.append(steps)
+    return hand, ootci
+
+
+def report(name: str, hand: Timing, ootci: Timing, target: float) -> None:
+    cores = len(os.sched_getaffinity(0))
+    ratio = ootci.wall / hand.wall
+    print(f"{name}: by hand {hand.wall:.2f} s wall, {hand.cpu:.2f} CPU-s (floor {hand.cpu / cores:.2f} s); "
+          f"ootci run {ootci.wall:.2f} s wall, {ootci.cpu:.2f} CPU-s (floor {ootci.cpu / cores:.2f} s)")
+    print(f"  ratio ootci/by hand: wall {ratio:.2f}x (target <= {target}x, "
+          f"{'met' if ratio <= target else 'missed'}), CPU {ootci.cpu / hand.cpu:.2f}x")
+    hand_steps = ", ".join(f"{k} {v:.2f} s" for k, v in hand.fastest_steps().items())
+    print(f"  by hand: {hand_steps}")
+    shares = ", ".join(f"{k} {v:.2f} s ({100 * v / ootci.wall:.0f}%)" for k, v in ootci.fastest_steps().items())
+    print(f"  ootci run: {shares}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--bundled", action="store_true", help="measure backend/ (torch_openreg) too")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ootci-overhead-") as tmp_name:
+        tmp = Path(tmp_name)
+        pysrc = tmp / "pysrc"
+        shutil.copytree(PYSRC, pysrc)
+        init = subprocess.run([sys.executable, "-m", "service.cli", "init", str(pysrc)], cwd=ROOT,
+                              env=_clean_env(OOTCI_HOME=str(tmp / "init-home")), capture_output=True, text=True)
+        if init.returncode != 0:
+            sys.exit(f"ootci init failed:\n{init.stderr}")
+        cases = [("pysrc", pysrc, 1.2)]
+        if args.bundled:
+            bundled = tmp / "backend"
+            shutil.copytree(ROOT / "backend", bundled, symlinks=True,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+            cases.append(("bundled torch_openreg", bundled, 1.05))
+        for name, backend, target in cases:
+            hand, ootci = measure(name.split()[0], backend, args.rounds, tmp)
+            report(name, hand, ootci, target)
+    load1, load5, _ = os.getloadavg()
+    print(f"{len(os.sched_getaffinity(0))} cores; load average (1, 5 min): {load1:.2f}, {load5:.2f}")
+
+
+if __name__ == "__main__":
+    main()
