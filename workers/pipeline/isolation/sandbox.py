@@ -55,6 +55,7 @@ from pathlib import Path
 from service.config import Settings
 from workers.pipeline.errors import PipelineError
 from workers.pipeline.isolation import netns
+from workers.pipeline.isolation.procs import SetupWitness
 
 log = logging.getLogger(__name__)
 
@@ -361,13 +362,26 @@ class StepSandbox:
             hand_over(target, self.uid)
         return replace(self, network=True, writable=(*self.writable, target))
 
-    def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
+    def witness(self) -> SetupWitness | None:
+        """The pipe bwrap reports the step's start on (``command(witness=)``,
+        ``run_streaming(witness=)``); None without bwrap."""
+        return SetupWitness() if self.bwrap is not None else None
+
+    def command(self, cmd: Sequence[str], cwd: Path,
+                witness: SetupWitness | None = None) -> list[str]:
         inner = list(cmd)
         if self.uid is not None and self.setpriv is not None:
             inner = [*_drop_to(self.setpriv, self.uid), *inner]
         if self.bwrap is not None:
-            return [self.bwrap, *self._bwrap_args(cwd.resolve()), "--", *inner]
+            status = ["--json-status-fd", str(witness.fd)] if witness is not None else []
+            return [self.bwrap, *status, *self._bwrap_args(cwd.resolve()), "--", *inner]
         return inner
+
+    @staticmethod
+    def setup_failed(reason: str) -> str:
+        """The step's summary when bwrap could not start it: the evidence the classifier's
+        ``infra-sandbox`` rule reads (never the log, which the step writes)."""
+        return f"{LOG_PREFIX} cannot set up the sandbox: {reason}"
 
     def _covered(self) -> tuple[Path, ...]:
         """Dirs whose contents the sandbox replaces: hidden ones, and /tmp."""
