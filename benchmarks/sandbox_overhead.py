@@ -4,19 +4,39 @@ once before the step (``prepare``: the dirs handed over and bwrap's set-up check
 for a build dir).
 
     .venv/bin/python benchmarks/sandbox_overhead.py
+
+``--bundled``: the acceptance numbers of issue #33, in one run. The bundled backend's whole
+``ootci run --torch installed`` (warm: each mode's home is warmed once first) sealed and
+``--no-sandbox``, alternated, the min of ``--repeat``: wall, the CPU seconds of the run's
+own process tree (``RUSAGE_CHILDREN``: every sandboxed process is reaped inside its tree,
+so other load on the machine does not count) and the machine's busy CPU (``cpu_meter``),
+and the test counts of both, which must be equal. Then the legit fixture's the same way.
+
+    .venv/bin/python benchmarks/sandbox_overhead.py --bundled [--repeat 2]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from service.config import Settings
-from workers.pipeline.isolation.sandbox import DiskBudget, probe, sandbox_for_tests
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu_meter import CpuMeter  # noqa: E402
+from service.config import Settings  # noqa: E402
+from workers.pipeline.isolation.sandbox import (  # noqa: E402
+    DiskBudget,
+    probe,
+    sandbox_for_tests,
+)
 
 ROUNDS = 20
 
@@ -30,7 +50,7 @@ def _spawn(cmd: list[str], preexec: object, cwd: Path) -> float:
 
 
 def main() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp) / "home")
         print(f"support: {probe(settings.sandbox_uid).describe()}")
@@ -57,5 +77,80 @@ def main() -> None:
           f"{walk / budget.interval_s:.0%} of a core")
 
 
+# ------------------------------------------------------------------ --bundled
+def _children_cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def _whole_run(home: Path, backend: Path, sealed: bool) -> tuple[float, float, float, dict]:
+    """One ``ootci run --torch installed``: wall s, the run tree's CPU s, the machine's
+    busy CPU s, and the run's document."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    env["OOTCI_HOME"] = str(home)
+    env["CCACHE_DIR"] = str(home / "ccache")
+    cmd = [sys.executable, "-m", "service.cli", "run", "--torch", "installed",
+           "--backend", str(backend), "--json", *([] if sealed else ["--no-sandbox"])]
+    cpu_before = _children_cpu_s()
+    start = time.perf_counter()
+    with CpuMeter() as meter:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    cpu = _children_cpu_s() - cpu_before
+    if proc.returncode not in (0, 1):
+        sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    (doc,) = json.loads(proc.stdout)
+    return wall, cpu, meter.use.busy_cpu_s, doc
+
+
+def _counts(doc: dict) -> dict[str, int]:
+    counts = doc.get("test_counts") or {}
+    return {k: int(v) for k, v in sorted(counts.items())}
+
+
+def _compare(name: str, backend: Path, repeat: int, tmp: Path) -> None:
+    homes = {True: tmp / f"{name}-sealed", False: tmp / f"{name}-open"}
+    for sealed, home in homes.items():  # warm each: torch env, build dir, ccache
+        _whole_run(home, backend, sealed)
+    got: dict[bool, list[tuple[float, float, float, dict]]] = {True: [], False: []}
+    for _ in range(repeat):  # alternated: a load change on the machine hits both
+        for sealed, home in homes.items():
+            got[sealed].append(_whole_run(home, backend, sealed))
+    rows = {}
+    for sealed, runs in got.items():
+        wall = min(r[0] for r in runs)
+        cpu = min(r[1] for r in runs)
+        busy = min(r[2] for r in runs)
+        counts = {json.dumps(_counts(r[3])) for r in runs}
+        states = {r[3].get("state") for r in runs}
+        rows[sealed] = (wall, cpu, busy)
+        label = "sealed" if sealed else "--no-sandbox"
+        print(f"{name} {label:>12}: wall {wall:6.1f} s, run tree CPU {cpu:6.1f} s, machine "
+              f"busy {busy:6.1f} CPU-s (min of {repeat}); states {sorted(map(str, states))}; "
+              f"tests {' | '.join(sorted(counts))}")
+    sealed_counts = {json.dumps(_counts(r[3])) for r in got[True]}
+    open_counts = {json.dumps(_counts(r[3])) for r in got[False]}
+    (ws, cs, bs), (wo, co, bo) = rows[True], rows[False]
+    print(f"{name} overhead sealed/unsealed: wall {ws / wo - 1:+.1%}, run tree CPU "
+          f"{cs / co - 1:+.1%}, machine busy {bs / bo - 1:+.1%}; test counts "
+          f"{'equal' if sealed_counts == open_counts else 'DIFFER'}")
+
+
+def bundled(repeat: int) -> None:
+    print(f"support: {probe(Settings().sandbox_uid).describe()}")
+    with tempfile.TemporaryDirectory(prefix="ootci-seal-bench-") as tmp:
+        _compare("bundled", ROOT / "backend", repeat, Path(tmp))
+        _compare("legit", ROOT / "tests" / "fixtures" / "backends" / "legit", repeat, Path(tmp))
+    print(f"load average (1, 5 min): {os.getloadavg()[0]:.2f}, {os.getloadavg()[1]:.2f}")
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundled", action="store_true",
+                        help="the bundled backend's and the legit fixture's whole runs")
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    if args.bundled:
+        bundled(args.repeat)
+    else:
+        main()
