@@ -108,14 +108,24 @@ def _counts(doc: dict) -> dict[str, int]:
     return {k: int(v) for k, v in sorted(counts.items())}
 
 
-def _compare(name: str, backend: Path, repeat: int, tmp: Path) -> None:
-    homes = {True: tmp / f"{name}-sealed", False: tmp / f"{name}-open"}
-    for sealed, home in homes.items():  # warm each: torch env, build dir, ccache
-        _whole_run(home, backend, sealed)
+def _compare(name: str, backend: Path, repeat: int, tmp: Path,
+             warm: tuple[Path, Path] | None = None) -> None:
+    """``warm``: (sealed, unsealed) homes an earlier run of this backend warmed."""
+    if warm is not None:
+        homes = {True: warm[0], False: warm[1]}
+    else:
+        homes = {True: tmp / f"{name}-sealed", False: tmp / f"{name}-open"}
+        for sealed, home in homes.items():  # warm each: torch env, build dir, ccache
+            _whole_run(home, backend, sealed)
     got: dict[bool, list[tuple[float, float, float, dict]]] = {True: [], False: []}
     for _ in range(repeat):  # alternated: a load change on the machine hits both
         for sealed, home in homes.items():
             got[sealed].append(_whole_run(home, backend, sealed))
+            wall, cpu, busy, doc = got[sealed][-1]
+            print(f"  {name} {'sealed' if sealed else 'unsealed'}: wall {wall:.1f} s, tree CPU "
+                  f"{cpu:.1f} s, machine busy {busy:.1f} CPU-s, {doc.get('state')}, "
+                  f"{_counts(doc)}, steps {[(s['name'], s['duration_s']) for s in doc['steps']]}",
+                  flush=True)
     rows = {}
     for sealed, runs in got.items():
         wall = min(r[0] for r in runs)
@@ -136,11 +146,14 @@ def _compare(name: str, backend: Path, repeat: int, tmp: Path) -> None:
           f"{'equal' if sealed_counts == open_counts else 'DIFFER'}")
 
 
-def bundled(repeat: int) -> None:
+def bundled(repeat: int, only: str | None, warm: tuple[Path, Path] | None) -> None:
     print(f"support: {probe(Settings().sandbox_uid).describe()}")
     with tempfile.TemporaryDirectory(prefix="ootci-seal-bench-") as tmp:
-        _compare("bundled", ROOT / "backend", repeat, Path(tmp))
-        _compare("legit", ROOT / "tests" / "fixtures" / "backends" / "legit", repeat, Path(tmp))
+        if only in (None, "bundled"):
+            _compare("bundled", ROOT / "backend", repeat, Path(tmp), warm)
+        if only in (None, "legit"):
+            _compare("legit", ROOT / "tests" / "fixtures" / "backends" / "legit", repeat,
+                     Path(tmp))
     print(f"load average (1, 5 min): {os.getloadavg()[0]:.2f}, {os.getloadavg()[1]:.2f}")
 
 
@@ -149,8 +162,11 @@ if __name__ == "__main__":
     parser.add_argument("--bundled", action="store_true",
                         help="the bundled backend's and the legit fixture's whole runs")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--only", choices=["bundled", "legit"])
+    parser.add_argument("--warm-homes", nargs=2, type=Path, metavar=("SEALED", "UNSEALED"),
+                        help="OOTCI_HOMEs an earlier bundled run warmed (skips the warm-up)")
     args = parser.parse_args()
     if args.bundled:
-        bundled(args.repeat)
+        bundled(args.repeat, args.only, tuple(args.warm_homes) if args.warm_homes else None)
     else:
         main()
