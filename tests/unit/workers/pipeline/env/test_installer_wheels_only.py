@@ -55,3 +55,4 @@ def test_an_sdist_is_refused_and_its_setup_py_never_runs(tmp_path: Path, which: 
         assert "binary" in said.lower() or "source distribution" in said.lower(), said
     else:  # pip skips the sdist: the index offers nothing it may take
         assert "no matching distribution found for evil" in said.lower(), said
+
