@@ -278,6 +278,8 @@ def run_streaming(
             pass_fds=(*pass_fds, *([witness.fd] if witness is not None else [])),
         )
     except OSError as exc:
+        if witness is not None:
+            witness.never_started(EXIT_NOT_FOUND)  # closes its pipe
         log.write(f"ootci: cannot start {cmd[0]!r}: {exc}")
         return ProcResult(EXIT_NOT_FOUND, time.monotonic() - start, start_error=str(exc))
     finally:
@@ -316,6 +318,7 @@ def run_streaming(
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     setup_failure = None
-    if witness is not None and reason is None and witness.never_started(returncode):
+    # Read (and closed) whatever ended the step; a step ootci killed did start.
+    if witness is not None and witness.never_started(returncode) and reason is None:
         setup_failure = last[0] if last else f"bwrap exited {returncode}"
     return ProcResult(returncode, time.monotonic() - start, reason, setup_failure=setup_failure)
