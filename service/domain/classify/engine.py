@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.domain.classify.rules import Rule, RuleSet, Weight, default_rules
 from service.domain.fingerprint import with_fingerprint
@@ -93,12 +93,14 @@ class _Hit:
 
 
 class _Scanner:
-    def __init__(self, text: str, ruleset: RuleSet, stage: Stage) -> None:
+    def __init__(self, text: str, ruleset: RuleSet, stage: Stage,
+                 evidence: bool = False) -> None:
         self.text = text
         self.ruleset = ruleset
         self.stage = stage
-        self.rules = ruleset.for_stage(stage)
-        self.by_anchor = ruleset.rules_by_anchor(stage)
+        self.evidence = evidence
+        self.rules = ruleset.for_stage(stage, evidence)
+        self.by_anchor = ruleset.rules_by_anchor(stage, evidence)
         self._count_pos = 0
         self._count_lines = 1
 
@@ -189,7 +191,7 @@ class _Scanner:
         return [_cap(clean_line(x), LINE_CAP) for x in lines]
 
     def decisive(self) -> _Hit | None:
-        anchors = self.ruleset.anchors_for(self.stage, _ALL)
+        anchors = self.ruleset.anchors_for(self.stage, _ALL, self.evidence)
         fallback: _Hit | None = None
         normal: _Hit | None = None
         resume = 0
@@ -211,7 +213,8 @@ class _Scanner:
         if normal is None:
             return fallback
         # A normal line decided; only a dominant line further down can still overrule it.
-        for pos in _anchor_hits(self.text, self.ruleset.anchors_for(self.stage, _DOMINANT),
+        for pos in _anchor_hits(self.text, self.ruleset.anchors_for(self.stage, _DOMINANT,
+                                                                       self.evidence),
                                 resume):
             if pos < resume:
                 continue
@@ -250,20 +253,37 @@ def _as_text(text: str | bytes) -> str:
 
 
 def find_decisive(
-    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None
+    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None,
+    evidence: str | None = None,
 ) -> Finding | None:
-    """The decisive finding without a fingerprint (for callers that amend captures)."""
+    """The decisive finding without a fingerprint (for callers that amend captures).
+
+    ``evidence`` is what the worker itself recorded about the step's sandbox (a step's
+    summary: bwrap's set-up failure, the disk budget's trip), never the step's output: the
+    ``evidence = "sandbox"`` rules read only it, and they win over the log. The log is
+    read with every other rule, so a line the step printed to look like the sandbox's
+    never decides."""
+    ruleset = rules or default_rules()
+    if evidence:
+        witness = _Scanner(_as_text(evidence), ruleset, stage, evidence=True)
+        hit = witness.decisive()
+        if hit is not None:
+            # Not a line of the log: no line number, no context.
+            return replace(witness.finding(hit), line_number=0, context_before=(),
+                           context_after=())
     body = _as_text(text)
     if not body:
         return None
-    scanner = _Scanner(body, rules or default_rules(), stage)
+    scanner = _Scanner(body, ruleset, stage)
     hit = scanner.decisive()
     return None if hit is None else scanner.finding(hit)
 
 
 def classify_log(
-    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None
+    text: str | bytes, stage: Stage, *, rules: RuleSet | None = None,
+    evidence: str | None = None,
 ) -> Finding | None:
-    """The decisive finding of a log, fingerprinted; None if no rule matches."""
-    finding = find_decisive(text, stage, rules=rules)
+    """The decisive finding of a log, fingerprinted; None if no rule matches. ``evidence``:
+    the worker's own record of the step's sandbox (``find_decisive``)."""
+    finding = find_decisive(text, stage, rules=rules, evidence=evidence)
     return None if finding is None else with_fingerprint(finding)

@@ -54,6 +54,10 @@ class Rule:
     # Captures the rule knows without reading them (the standard a C++20-only name needs);
     # what the log itself says wins.
     sets: Mapping[str, str] = field(default_factory=dict)
+    # ``evidence = "sandbox"``: the rule reads only what the worker itself recorded about
+    # the step's sandbox (``find_decisive(evidence=...)``), never the log or a test's
+    # message, which the step's own code writes and could forge.
+    evidence: bool = False
 
     def triggered_by(self, line: str) -> bool:
         return any(t in line for t in self.triggers)
@@ -70,28 +74,35 @@ class RuleSet:
     # can tell which rows a rules change may have made stale.
     digest: str = ""
 
-    def for_stage(self, stage: Stage) -> tuple[Rule, ...]:
-        return _stage_rules(self, stage)
+    def for_stage(self, stage: Stage, evidence: bool = False) -> tuple[Rule, ...]:
+        """The stage's rules read from a log (or, ``evidence``, from the worker's record)."""
+        return _stage_rules(self, stage, evidence)
 
-    def rules_by_anchor(self, stage: Stage) -> tuple[tuple[str, frozenset[int]], ...]:
+    def rules_by_anchor(
+        self, stage: Stage, evidence: bool = False
+    ) -> tuple[tuple[str, frozenset[int]], ...]:
         """For each anchor, the positions (in ``for_stage``) of the rules it can trigger: a
         candidate line only tries the rules of the anchors it contains."""
-        return _rules_by_anchor(self, stage)
+        return _rules_by_anchor(self, stage, evidence)
 
-    def anchors_for(self, stage: Stage, weights: frozenset[Weight]) -> tuple[str, ...]:
+    def anchors_for(
+        self, stage: Stage, weights: frozenset[Weight], evidence: bool = False
+    ) -> tuple[str, ...]:
         """The anchors a scan for these rules needs: str.find runs at memory speed, one
         regex alternation of many literals does not, so fewer anchors is a faster scan."""
-        return _anchors_for(self, stage, weights)
+        return _anchors_for(self, stage, weights, evidence)
 
 
 @cache
-def _stage_rules(ruleset: RuleSet, stage: Stage) -> tuple[Rule, ...]:
-    return tuple(r for r in ruleset.rules if stage in r.stages)
+def _stage_rules(ruleset: RuleSet, stage: Stage, evidence: bool) -> tuple[Rule, ...]:
+    return tuple(r for r in ruleset.rules if stage in r.stages and r.evidence is evidence)
 
 
 @cache
-def _rules_by_anchor(ruleset: RuleSet, stage: Stage) -> tuple[tuple[str, frozenset[int]], ...]:
-    rules = _stage_rules(ruleset, stage)
+def _rules_by_anchor(
+    ruleset: RuleSet, stage: Stage, evidence: bool
+) -> tuple[tuple[str, frozenset[int]], ...]:
+    rules = _stage_rules(ruleset, stage, evidence)
     index = []
     for anchor in ruleset.anchors:
         ids = frozenset(i for i, r in enumerate(rules) if any(anchor in t for t in r.triggers))
@@ -105,10 +116,12 @@ def anchor_of(trigger: str, anchors: Sequence[str]) -> str | None:
 
 
 @cache
-def _anchors_for(ruleset: RuleSet, stage: Stage, weights: frozenset[Weight]) -> tuple[str, ...]:
+def _anchors_for(
+    ruleset: RuleSet, stage: Stage, weights: frozenset[Weight], evidence: bool
+) -> tuple[str, ...]:
     needed = {
         anchor_of(t, ruleset.anchors)
-        for r in _stage_rules(ruleset, stage)
+        for r in _stage_rules(ruleset, stage, evidence)
         if r.weight in weights
         for t in r.triggers
     }
@@ -156,7 +169,7 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
     if not isinstance(name, str) or not name:
         raise RuleError(f"rule #{index + 1}: missing 'name'")
     known = {"name", "category", "subtype", "stages", "weight", "triggers", "patterns",
-             "requires", "follow", "before", "explain", "sets"}
+             "requires", "follow", "before", "explain", "sets", "evidence"}
     unknown = set(raw) - known
     if unknown:
         raise RuleError(f"rule {name!r}: unknown field(s) {sorted(unknown)}")
@@ -178,6 +191,9 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
         isinstance(k, str) and isinstance(v, str) and v for k, v in sets.items()
     ):
         raise RuleError(f"rule {name!r}: sets must be a table capture -> non-empty string")
+    evidence = raw.get("evidence")
+    if evidence not in (None, "sandbox"):
+        raise RuleError(f"rule {name!r}: evidence={evidence!r} is not 'sandbox'")
     explanation = raw.get("explain")
     if not isinstance(explanation, str) or not explanation:
         raise RuleError(f"rule {name!r}: 'explain' (one human sentence) is required")
@@ -196,6 +212,7 @@ def _parse_rule(index: int, raw: Mapping[str, Any]) -> Rule:
         before=before,
         explanation=explanation,
         sets=dict(sets),
+        evidence=evidence == "sandbox",
     )
 
 

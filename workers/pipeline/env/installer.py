@@ -99,15 +99,21 @@ class Installer:
         self, python: Path, requirements: list[str], extra_index: str, *, fresh: bool = False
     ) -> list[str]:
         """``fresh``: past the package cache (a private one for this install), for an env
-        whose files were tampered with, and with them the cached files they link to."""
+        whose files were tampered with, and with them the cached files they link to.
+
+        Wheels only (``--only-binary :all:``): this install runs as the worker, unsealed,
+        and a wheel runs no code when installed, where an sdist's setup.py would run with
+        the worker's rights. Every legitimate input here is a wheel (a torch build, the
+        test and build tools), so an sdist is refused, never built (issue #33)."""
         if self.uv is not None:
             cmd = [self.uv, "pip", "install", "--python", str(python), "--link-mode", "hardlink",
                    # pip's rule, not uv's first-index rule: the newest version any index
                    # offers (a nightly index also carries old numpy and setuptools).
-                   "--index-strategy", "unsafe-best-match", *(["--no-cache"] if fresh else [])]
+                   "--index-strategy", "unsafe-best-match", "--only-binary", ":all:",
+                   *(["--no-cache"] if fresh else [])]
         else:
             cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                   *(["--no-cache-dir"] if fresh else [])]
+                   "--only-binary=:all:", *(["--no-cache-dir"] if fresh else [])]
         if extra_index:
             cmd += ["--extra-index-url", extra_index]
         # Recipes run `{python} -m pip install ...`: a uv venv needs pip installed.

@@ -308,9 +308,11 @@ def _resolve_pip(spec: TorchSpec, log: LogSink) -> Artifact:
     with tempfile.TemporaryDirectory(prefix="ootci-resolve-") as tmp:
         report = Path(tmp) / "report.json"
         # Not --quiet: pip's "conflict is caused by" lines are the reason a user needs.
+        # Wheels only: even a dry run prepares an sdist's metadata, running its setup.py
+        # as the worker; a torch is installed from a wheel anyway (installer.py).
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--no-deps", "--disable-pip-version-check", "--report", str(report),
-               spec.requirement]
+               "--no-deps", "--disable-pip-version-check", "--only-binary=:all:",
+               "--report", str(report), spec.requirement]
         env = child_env(machine_pip_environ())
         if spec.index_url:
             cmd += ["--index-url", spec.index_url]

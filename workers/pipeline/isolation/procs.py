@@ -53,6 +53,9 @@ class ProcResult:
     killed_reason: str | None = None
     # Why it never ran (missing executable, not executable); returncode is then 127.
     start_error: str | None = None
+    # bwrap could not set the step's sandbox up (its ``SetupWitness`` says the command
+    # never started): bwrap's own last line. Never taken from what the step printed.
+    setup_failure: str | None = None
 
     @property
     def signal_name(self) -> str | None:
@@ -174,12 +177,42 @@ def _die_with_parent(then: Callable[[], None] | None, parent: int) -> Callable[[
     return preexec
 
 
-def _pump(stream: IO[bytes], log: LineLog) -> None:
+class SetupWitness:
+    """bwrap's own account of a step's start (``--json-status-fd``): a pipe only bwrap
+    writes, never the step (bwrap keeps the fd from the command it starts). bwrap reports
+    ``"exit-code"`` once the command it started has ended; a bwrap that exits 1 (its
+    ``die()``) without it never started the command: the set-up failed, so the machine is
+    to blame. What the step prints cannot say so: it never sees this pipe."""
+
+    def __init__(self) -> None:
+        self._read, self.fd = os.pipe()
+
+    def started_in_parent(self) -> None:
+        """The child holds the write end now; the parent's copy would keep the pipe open."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def never_started(self, returncode: int) -> bool:
+        """After the process ended: did bwrap give up before the command ran?"""
+        os.set_blocking(self._read, False)
+        said = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._read, 65536):
+                said += chunk
+        os.close(self._read)
+        return returncode == 1 and b'"exit-code"' not in said
+
+
+def _pump(stream: IO[bytes], log: LineLog, last: list[str] | None = None) -> None:
     """Drain the child's output to ``log``. Never raises: a log that cannot be written (a
-    full disk) must not leave the child blocked on a full pipe; the sink keeps the error."""
+    full disk) must not leave the child blocked on a full pipe; the sink keeps the error.
+    ``last`` keeps the last non-empty line (bwrap's reason when it could not start)."""
     for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace")
+        if last is not None and line.strip():
+            last[:] = [line.strip()]
         try:
-            log.write(raw.decode("utf-8", errors="replace"))
+            log.write(line)
         except Exception:
             if not getattr(log, "write_error", None):
                 _log.exception("cannot write to %s; draining the output", log.path)
@@ -216,6 +249,7 @@ def run_streaming(
     term_grace_s: float = _TERM_GRACE_S,
     preexec_fn: Callable[[], None] | None = None,
     pass_fds: tuple[int, ...] = (),
+    witness: SetupWitness | None = None,
 ) -> ProcResult:
     """Run ``cmd`` in its own process group, streaming stdout+stderr to ``log``.
 
@@ -224,7 +258,9 @@ def run_streaming(
     does the same with "timed out after N s". ``preexec_fn`` runs in the child before it
     execs (the sandbox sets its limits and drops privileges there); the child always dies
     with the worker. ``pass_fds`` stay open in the child (a lock the attempt holds until its
-    last child is gone).
+    last child is gone). ``witness``: the sandbox's status pipe (``StepSandbox.witness``,
+    its fd already in ``cmd``); when bwrap says it never started the command,
+    ``setup_failure`` is its reason.
     """
     attempt = _current_attempt()
     log.write(f"$ {shlex.join(cmd)}")
@@ -239,14 +275,20 @@ def run_streaming(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with_parent(preexec_fn, os.getpid()),
-            pass_fds=pass_fds,
+            pass_fds=(*pass_fds, *([witness.fd] if witness is not None else [])),
         )
     except OSError as exc:
+        if witness is not None:
+            witness.never_started(EXIT_NOT_FOUND)  # closes its pipe
         log.write(f"ootci: cannot start {cmd[0]!r}: {exc}")
         return ProcResult(EXIT_NOT_FOUND, time.monotonic() - start, start_error=str(exc))
+    finally:
+        if witness is not None:
+            witness.started_in_parent()
     assert proc.stdout is not None
     _record_group(attempt, proc.pid)
-    reader = threading.Thread(target=_pump, args=(proc.stdout, log), daemon=True)
+    last: list[str] = []
+    reader = threading.Thread(target=_pump, args=(proc.stdout, log, last), daemon=True)
     reader.start()
 
     reason: str | None = None
@@ -278,4 +320,8 @@ def run_streaming(
     # step: nothing of a step outlives it.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    return ProcResult(returncode, time.monotonic() - start, reason)
+    setup_failure = None
+    # Read (and closed) whatever ended the step; a step ootci killed did start.
+    if witness is not None and witness.never_started(returncode) and reason is None:
+        setup_failure = last[0] if last else f"bwrap exited {returncode}"
+    return ProcResult(returncode, time.monotonic() - start, reason, setup_failure=setup_failure)

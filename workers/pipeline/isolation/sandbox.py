@@ -55,6 +55,7 @@ from pathlib import Path
 from service.config import Settings
 from workers.pipeline.errors import PipelineError
 from workers.pipeline.isolation import netns
+from workers.pipeline.isolation.procs import SetupWitness
 
 log = logging.getLogger(__name__)
 
@@ -217,8 +218,13 @@ class SandboxUnusable(PipelineError):
 _TMP = Path("/tmp")
 # A private, writable /dev/shm (bwrap's --dev has none): POSIX semaphores and shared
 # memory (multiprocessing queues, a DataLoader's workers, share_memory_()) need it. It is
-# memory, so its size is capped at the disk budget.
+# a dir inside the run's TMPDIR (``_SHM_DIR``), not a tmpfs: what a step puts there counts
+# against the disk budget like the rest of its writes, and the watchdog stops it with the
+# budget's verdict. A tmpfs would be the machine's memory outside the budget, and when
+# full its ENOSPC would read as the machine's disk being full (infra). Without a TMPDIR
+# (no ``tmp``) it stays a tmpfs capped at the budget.
 _SHM = "/dev/shm"
+_SHM_DIR = ".dev-shm"
 
 
 def _is_under(path: Path, parent: Path) -> bool:
@@ -321,6 +327,9 @@ class StepSandbox:
             path.mkdir(parents=True, exist_ok=True)
         if self.tmp is not None:
             self.tmp.mkdir(parents=True, exist_ok=True)
+            shm = self.tmp / _SHM_DIR
+            shm.mkdir(exist_ok=True)
+            shm.chmod(0o1777)  # like a /dev/shm: every uid of the step may make its files
         owner = self.uid if self.uid is not None else os.geteuid()
         if os.geteuid() == 0:
             for path in {*self.writable, *self.watched, *([self.tmp] if self.tmp else [])}:
@@ -361,13 +370,26 @@ class StepSandbox:
             hand_over(target, self.uid)
         return replace(self, network=True, writable=(*self.writable, target))
 
-    def command(self, cmd: Sequence[str], cwd: Path) -> list[str]:
+    def witness(self) -> SetupWitness | None:
+        """The pipe bwrap reports the step's start on (``command(witness=)``,
+        ``run_streaming(witness=)``); None without bwrap."""
+        return SetupWitness() if self.bwrap is not None else None
+
+    def command(self, cmd: Sequence[str], cwd: Path,
+                witness: SetupWitness | None = None) -> list[str]:
         inner = list(cmd)
         if self.uid is not None and self.setpriv is not None:
             inner = [*_drop_to(self.setpriv, self.uid), *inner]
         if self.bwrap is not None:
-            return [self.bwrap, *self._bwrap_args(cwd.resolve()), "--", *inner]
+            status = ["--json-status-fd", str(witness.fd)] if witness is not None else []
+            return [self.bwrap, *status, *self._bwrap_args(cwd.resolve()), "--", *inner]
         return inner
+
+    @staticmethod
+    def setup_failed(reason: str) -> str:
+        """The step's summary when bwrap could not start it: the evidence the classifier's
+        ``infra-sandbox`` rule reads (never the log, which the step writes)."""
+        return f"{LOG_PREFIX} cannot set up the sandbox: {reason}"
 
     def _covered(self) -> tuple[Path, ...]:
         """Dirs whose contents the sandbox replaces: hidden ones, and /tmp."""
@@ -378,12 +400,14 @@ class StepSandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind" if self.read_only_root else "--bind", "/", "/",
-                 "--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
-        if self.limits is not None:
-            args += ["--size", str(self.limits.disk_budget_mb * MB)]
-        args += ["--tmpfs", _SHM]
+                 "--dev", "/dev", "--proc", "/proc"]
         if self.tmp is not None:
-            args += ["--bind", str(self.tmp), str(_TMP)]
+            args += ["--bind", str(self.tmp / _SHM_DIR), _SHM, "--bind", str(self.tmp), str(_TMP)]
+        else:
+            args += ["--perms", "1777"]
+            if self.limits is not None:
+                args += ["--size", str(self.limits.disk_budget_mb * MB)]
+            args += ["--tmpfs", _SHM]
         for path in self.hidden:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         covered = self._covered()
@@ -443,7 +467,7 @@ class StepSandbox:
             if self.read_only_root:
                 parts.append("read-only root, writable: " + ", ".join(map(str, self.writable)))
             if self.tmp is not None:
-                parts.append(f"/tmp is {self.tmp}, private /dev/shm")
+                parts.append(f"/tmp is {self.tmp}, /dev/shm is {self.tmp / _SHM_DIR}")
             if self.read_only:
                 parts.append("read-only: " + ", ".join(map(str, self.read_only)))
         if self.network:

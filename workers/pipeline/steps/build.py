@@ -138,8 +138,9 @@ def build(
             StepStatus.FAILED, None,
             "could not install [build] requires: " + " ".join(recipe.build_requires), log.path,
         )
+    witness = sandbox.witness() if sandbox is not None else None
     if sandbox is not None:
-        command = sandbox.command(command, recipe.source_dir)
+        command = sandbox.command(command, recipe.source_dir, witness)
     with lock_path.open("a") as lock:
         # Waiting for the lock is not build time: the timeout starts once we hold it.
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -154,7 +155,13 @@ def build(
             preexec_fn=sandbox.preexec() if sandbox is not None else None,
             # The lock is held until the attempt's last child is gone, not just this process.
             pass_fds=(lock.fileno(),),
+            witness=witness,
         )
+    if result.setup_failure is not None:
+        # The summary is the worker's own record: the classifier's evidence (infra-sandbox).
+        why = StepSandbox.setup_failed(result.setup_failure)
+        log.write(why)
+        return StepOutcome(StepStatus.ERRORED, result.returncode, why, log.path)
     if result.killed_reason is not None:
         return StepOutcome(StepStatus.ERRORED, result.returncode, result.killed_reason, log.path)
     if result.returncode == 0:

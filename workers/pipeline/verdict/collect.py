@@ -107,14 +107,17 @@ def _classified_failures(
     found: list[tuple[Failure, Finding | None]] = []
     if provision is not None and provision.status is not StepStatus.PASSED:
         # torch itself does not import (the only provision failure that reaches collect).
-        finding = classify_log(_read_log(_step(run, StepName.PROVISION)), Stage.PROVISION)
+        finding = classify_log(_read_log(_step(run, StepName.PROVISION)), Stage.PROVISION,
+                               evidence=provision.summary)
         found.append((_failure(run.id, StepName.PROVISION, Stage.PROVISION, None, finding,
                                provision), finding))
         return found
     if build is None:
         return found
     if build.status is not StepStatus.PASSED:
-        finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD)
+        # The summary is the worker's own (bwrap's set-up failure): the sandbox's evidence.
+        finding = classify_log(_read_log(_step(run, StepName.BUILD)), Stage.BUILD,
+                               evidence=build.summary)
         found.append((_failure(run.id, StepName.BUILD, Stage.BUILD, None, finding, build), finding))
         return found
     if tests is None:

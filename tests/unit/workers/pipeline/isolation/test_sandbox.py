@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from service.config import Settings
-from service.domain.verdict import ErrorKind
+from service.domain.classify import classify_log
+from service.domain.verdict import ErrorKind, Stage
 from tests.support.paths import REPO_ROOT
 from workers.pipeline.isolation.procs import run_streaming, signal_of
 from workers.pipeline.isolation.sandbox import (
@@ -251,6 +252,36 @@ def test_honest_ipc_works_sealed(tmp_path: Path) -> None:
     assert (tmp_path / "tmp" / "marker").read_text() == "x"  # counted in the run's TMPDIR
     if os.geteuid() == 0:
         assert "uid 65534" in out
+
+
+def test_dev_shm_counts_against_the_disk_budget(tmp_path: Path) -> None:
+    """/dev/shm is a dir in the run's TMPDIR, not the machine's memory: filling it trips the
+    disk budget (the backend's verdict), never a tmpfs's ENOSPC (read as the machine's)."""
+    settings = Settings(home=tmp_path / "home", sandbox_cpu_time_s=60, run_disk_budget_mb=8)
+    if not probe(settings.sandbox_uid).bwrap:
+        pytest.skip("no working bwrap")
+    own = [tmp_path / "w", tmp_path / "tmp"]
+    sandbox = sandbox_for_tests(settings, writable=own, visible=[REPO_ROOT], watched=own,
+                                tmp=tmp_path / "tmp")
+    sandbox.prepare()
+    log = LogSink(tmp_path / "step.log")
+    fill = ("import time\n"
+            "with open('/dev/shm/fill', 'wb') as f:\n"
+            "    for i in range(400):\n"
+            "        f.write(b'x' * (1 << 20)); f.flush(); time.sleep(0.05)\n"
+            "print('wrote 400 MB')\n")
+    result = run_streaming(
+        sandbox.command([sys.executable, "-c", fill], tmp_path / "w"), cwd=tmp_path / "w",
+        env={"PATH": os.environ["PATH"]}, log=log, timeout_s=120,
+        watchdog=sandbox.disk_budget(), preexec_fn=sandbox.preexec(),
+    )
+    log.close()
+    text = (tmp_path / "step.log").read_text()
+    assert result.killed_reason is not None, text
+    assert "over its disk budget of 8 MB" in result.killed_reason
+    assert "\nwrote 400 MB" not in text and "No space left" not in text
+    finding = classify_log(text, Stage.TEST)
+    assert finding is not None and finding.rule == "sandbox-disk-budget", finding
 
 
 def test_the_root_is_read_only_but_the_run_dirs(tmp_path: Path) -> None:
