@@ -13,6 +13,7 @@ names: the suite has one file per mechanism, ``test_<mechanism>.py``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ from service.commands.conformance import MechanismCounts
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, run_streaming
-from workers.pipeline.isolation.sandbox import StepSandbox
+from workers.pipeline.isolation.sandbox import StepSandbox, hand_over
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
@@ -50,27 +51,41 @@ class SuiteInstallError(Exception):
     pass
 
 
-def install_suite(env: TorchEnv, work_dir: Path, log: LogSink) -> Path:
+def install_suite(env: TorchEnv, work_dir: Path, log: LogSink,
+                  sandbox: StepSandbox | None = None) -> Path:
     """Install the conformance package into the run's env, from a copy (pip builds in the
     tree it is given; the repository's stays clean). No index, no build isolation: it is
     pure Python and its only dependency, pytest, is already there. Returns the directory
-    it was installed into: the suite's rootdir, so its test ids do not name the env."""
+    it was installed into: the suite's rootdir, so its test ids do not name the env.
+
+    Both pip and the import after it start the run's interpreter, whose env the sealed
+    build could write (a ``.pth`` runs at every start): with a ``sandbox`` they run in it."""
+    if sandbox is not None:
+        sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
     copy = work_dir / "suite-src"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(SUITE_DIR, copy, ignore=shutil.ignore_patterns(
         "__pycache__", "build", "*.egg-info"))
     command = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check",
                "--no-deps", "--no-index", "--no-build-isolation", "--force-reinstall", str(copy)]
+    probe = [str(env.python), "-P", "-c",
+             "import os, ootci_conformance as m; print(os.path.dirname(os.path.dirname(m.__file__)))"]
+    preexec = None
+    if sandbox is not None:
+        if sandbox.uid is not None and os.geteuid() == 0:
+            hand_over(copy, sandbox.uid)  # pip builds in the copy, as the step's uid
+        installing = sandbox.installing_into(env.venv_dir)
+        command, probe = installing.command(command, work_dir), sandbox.command(probe, work_dir)
+        preexec = installing.preexec()
     log.write(f"ootci: installing the conformance suite from {SUITE_DIR}")
     result = run_streaming(command, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
-                           log=log, timeout_s=600)
+                           log=log, timeout_s=600, preexec_fn=preexec)
     if result.returncode != 0:
         raise SuiteInstallError(f"installing the conformance suite failed (exit {result.returncode})")
     where = subprocess.run(
-        [str(env.python), "-P", "-c",
-         "import os, ootci_conformance as m; print(os.path.dirname(os.path.dirname(m.__file__)))"],
-        cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
+        probe, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
         capture_output=True, text=True, timeout=120,
+        preexec_fn=sandbox.preexec() if sandbox is not None else None,
     )
     if where.returncode != 0 or not where.stdout.strip():
         raise SuiteInstallError(f"the installed conformance suite cannot be imported: {where.stderr}")
@@ -110,7 +125,7 @@ def run_conformance(
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / REPORT_FILE).unlink(missing_ok=True)
     try:
-        site_dir = install_suite(env, work_dir, log)
+        site_dir = install_suite(env, work_dir, log, sandbox)
     except SuiteInstallError as exc:
         log.write(f"ootci: {exc}")
         return ConformanceOutcome(StepOutcome(StepStatus.ERRORED, None, str(exc), log.path),
