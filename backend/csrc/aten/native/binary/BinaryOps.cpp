@@ -33,6 +33,7 @@ using c10::Scalar;
 // add.out -> add_out; overloads (pow.Tensor_Tensor, pow.Tensor_Scalar) are C++
 // overloads.
 // [native-kernels]
+// self (op) other with alpha: in-place and out= forms.
 #define OPENREG_ALPHA_BINARY(name, KIND, OUT_OP, INPLACE_OP)                                   \
   Tensor& OpenRegNativeFunctions::name##_out(const Tensor& self, const Tensor& other,          \
                                              const Scalar& alpha, Tensor& out) {               \
@@ -43,6 +44,8 @@ using c10::Scalar;
     if (run_binary(KIND, self, other, alpha, self)) return self;                               \
     return cpu_fallback_op<at::_ops::INPLACE_OP>(self, other, alpha);                         \
   }
+
+// [/native-kernels]
 
 // self (op) other: functional, in-place and out= forms.
 #define OPENREG_PLAIN_BINARY(name, KIND, FUNC_OP, OUT_OP)                                      \
@@ -104,6 +107,5 @@ OPENREG_COMPARISON(lt, BinaryKind::Lt)
 OPENREG_COMPARISON(le, BinaryKind::Le)
 OPENREG_COMPARISON(gt, BinaryKind::Gt)
 OPENREG_COMPARISON(ge, BinaryKind::Ge)
-// [/native-kernels]
 
 } // namespace openreg::native
