@@ -26,8 +26,8 @@ def extract(path: str, marker: str) -> str:
     lines = (BACKEND / path).read_text().splitlines()
     comment = "#" if path.endswith(HASH_COMMENTS) else "//"
     try:
-        start = lines.index(next(l for l in lines if l.strip() == f"{comment} [{marker}]"))
-        end = lines.index(next(l for l in lines if l.strip() == f"{comment} [/{marker}]"))
+        start = lines.index(next(line for line in lines if line.strip() == f"{comment} [{marker}]"))
+        end = lines.index(next(line for line in lines if line.strip() == f"{comment} [/{marker}]"))
     except StopIteration:
         raise KeyError(f"{path}: marker [{marker}] not found") from None
     return "\n".join(lines[start + 1 : end])
