@@ -71,6 +71,8 @@ class CMakeBuild(build_ext):
             f"-DTORCH_INCLUDE_DIRS={info['include']}",
             f"-DTORCH_LIBRARY_DIRS={info['lib']}",
             f"-DTORCH_CXX11_ABI={info['abi']}",
+            # The interpreter whose torchgen generates the registration.
+            f"-DPython_EXECUTABLE={sys.executable}",
             f"-DOPENREG_PYTHON_INCLUDE_DIR={sysconfig.get_paths()['include']}",
             f"-DOPENREG_PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
         ]

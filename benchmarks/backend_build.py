@@ -17,6 +17,7 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import time
@@ -40,6 +41,7 @@ def configure_command(build_dir: Path, out_dir: Path, extra: list[str]) -> list[
         f"-DTORCH_INCLUDE_DIRS={';'.join(cpp_extension.include_paths())}",
         f"-DTORCH_LIBRARY_DIRS={';'.join(cpp_extension.library_paths())}",
         f"-DTORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+        f"-DPython_EXECUTABLE={sys.executable}",  # whose torchgen generates the registration
         f"-DOPENREG_PYTHON_INCLUDE_DIR={sysconfig.get_paths()['include']}",
         f"-DOPENREG_PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}",
         *extra,

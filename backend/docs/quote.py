@@ -5,7 +5,7 @@ A page quotes code by marker instead of copying it, so it cannot drift:
     <!-- quote: csrc/runtime/OpenRegGuard.cpp#guard -->
 
 stands for the lines between `// [guard]` and `// [/guard]` in that file
-(`# [marker]` / `# [/marker]` in Python files).
+(`# [marker]` / `# [/marker]` in Python, YAML and CMake files).
 
     python docs/quote.py docs/guard.md      # print the page with quotes expanded
     python docs/quote.py --check            # fail if any page names a missing marker
@@ -18,15 +18,16 @@ import sys
 from pathlib import Path
 
 BACKEND = Path(__file__).resolve().parent.parent
+HASH_COMMENTS = (".py", ".yaml", "CMakeLists.txt", ".cmake")
 QUOTE = re.compile(r"<!-- quote: (?P<path>[^#\s]+)#(?P<marker>[\w-]+) -->")
 
 
 def extract(path: str, marker: str) -> str:
     lines = (BACKEND / path).read_text().splitlines()
-    comment = "#" if path.endswith(".py") else "//"
+    comment = "#" if path.endswith(HASH_COMMENTS) else "//"
     try:
-        start = lines.index(next(l for l in lines if l.strip() == f"{comment} [{marker}]"))
-        end = lines.index(next(l for l in lines if l.strip() == f"{comment} [/{marker}]"))
+        start = lines.index(next(line for line in lines if line.strip() == f"{comment} [{marker}]"))
+        end = lines.index(next(line for line in lines if line.strip() == f"{comment} [/{marker}]"))
     except StopIteration:
         raise KeyError(f"{path}: marker [{marker}] not found") from None
     return "\n".join(lines[start + 1 : end])
@@ -34,8 +35,8 @@ def extract(path: str, marker: str) -> str:
 
 def render(page: Path) -> str:
     def expand(m: re.Match[str]) -> str:
-        lang = "python" if m["path"].endswith(".py") else "cpp"
-        comment = "#" if lang == "python" else "//"
+        lang = {".py": "python", ".yaml": "yaml", ".txt": "cmake", ".cmake": "cmake"}.get(Path(m["path"]).suffix, "cpp")
+        comment = "#" if m["path"].endswith(HASH_COMMENTS) else "//"
         return f"```{lang}\n{comment} {m['path']}\n{extract(m['path'], m['marker'])}\n```"
 
     return QUOTE.sub(expand, page.read_text())

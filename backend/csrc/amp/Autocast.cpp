@@ -41,6 +41,8 @@ Tensor binary_cross_entropy_banned(const Tensor&, const Tensor&, const std::opti
               "safe to autocast.");
 }
 
+// Hand-written, not in native_functions.yaml: torchgen generates no autocast
+// wrappers, and the list is version-dependent (docs/codegen.md).
 TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   // Lower precision: convolutions and the GEMM family, where the speed-up lives.
 #define OPENREG_LOWER_PRECISION_FP(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)

@@ -60,7 +60,7 @@ from workers.pipeline.logs.sink import LogSink
 TEST_TOOLS = ("numpy", "expecttest", "pytest", "pytest-timeout")
 # Backends build with `pip install --no-build-isolation` against the env's torch, so the
 # build backend itself must already be there.
-BUILD_TOOLS = ("setuptools", "wheel")
+BUILD_TOOLS = ("setuptools", "wheel", "pyyaml")  # pyyaml: torchgen, which torch_openreg's build runs
 MARKER = "ootci-env.json"
 PIP_TIMEOUT_S = 3600
 _PROBE = (

@@ -45,6 +45,8 @@ Tensor linear_relu(const Tensor& input, const Tensor& weight, const std::optiona
   return at::relu(out);
 }
 
+// Hand-written: the openreg:: ops are defined here (TORCH_LIBRARY), not in
+// ATen's native_functions.yaml that torchgen generates from.
 TORCH_LIBRARY_IMPL(openreg, PrivateUse1, m) {
   m.impl("custom_abs", TORCH_FN(custom_abs));
 }

@@ -79,6 +79,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 // [/cpu-fallback]
 
+// Hand-written: a boxed fallback for every op is beyond torchgen's backend
+// YAML (docs/codegen.md).
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }

@@ -9,6 +9,8 @@
 
 namespace openreg::native {
 
+// Hand-written: a boxed kernel, which torchgen's backend YAML cannot name
+// (docs/codegen.md).
 // [per-op-fallback]
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub.Tensor", torch::CppFunction::makeFromBoxedFunction<&counted_cpu_fallback>());

@@ -5,6 +5,7 @@
 // host waits for the stream unless the copy is non_blocking from/to pinned
 // memory, in which case the pinned block is marked in use by the stream.
 #include "aten/minimal/Minimal.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
@@ -12,12 +13,13 @@
 
 #include <vector>
 
+#include "runtime/OpenRegDeviceAllocator.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegHostAllocator.h"
 #include "runtime/OpenRegLaunch.h"
 #include "runtime/OpenRegStream.h"
 
-namespace openreg::minimal {
+namespace openreg::native {
 
 namespace {
 
@@ -62,7 +64,7 @@ void finish_host_copy(const at::Tensor& host, orStream_t stream, c10::DeviceInde
 // CPU copy_ run inside a kernel on aliases of the device memory.
 void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   const auto device = dst.device().index();
-  launch_kernel(getCurrentRawStream(device), [dst = DeviceView(dst), src = DeviceView(src)] {
+  openreg::launch_kernel(getCurrentRawStream(device), [dst = DeviceView(dst), src = DeviceView(src)] {
     dst.alias_as_cpu().copy_(src.alias_as_cpu());
   });
 }
@@ -108,7 +110,7 @@ void copy_d2h(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
 } // namespace
 
 // [copy-from]
-at::Tensor _copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+at::Tensor OpenRegNativeFunctions::_copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: undefined tensor");
   if (dst.numel() == 0) {
     return dst;
@@ -136,16 +138,16 @@ at::Tensor _copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_bl
 }
 // [/copy-from]
 
-at::Tensor _copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+at::Tensor OpenRegNativeFunctions::_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.device().is_privateuseone()) {
-    resize_(dst, c10::fromIntArrayRefSlow(self.sizes()), std::nullopt);
+    resize__symint(dst, c10::fromIntArrayRefSlow(self.sizes()), std::nullopt);
   } else {
     dst.resize_(self.sizes());
   }
-  return openreg::minimal::_copy_from(self, dst, false);
+  return _copy_from(self, dst, false);
 }
 
-c10::Scalar _local_scalar_dense(const at::Tensor& self) {
+c10::Scalar OpenRegNativeFunctions::_local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
               " elements cannot be converted to Scalar");
   const at::Tensor host = at::empty(self.sizes(), self.options().device(c10::DeviceType::CPU));
@@ -153,4 +155,9 @@ c10::Scalar _local_scalar_dense(const at::Tensor& self) {
   return host.item();
 }
 
-} // namespace openreg::minimal
+// Tensor.record_stream(): without it the call would reach the CPU fallback.
+void OpenRegNativeFunctions::record_stream(at::Tensor& self, c10::Stream s) {
+  openreg::device_allocator().recordStream(self.storage().data_ptr(), s);
+}
+
+} // namespace openreg::native

@@ -1,4 +1,5 @@
 #include "aten/minimal/Minimal.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/EmptyTensor.h>
 #include <c10/core/DeviceGuard.h>
@@ -6,7 +7,7 @@
 
 #include "runtime/OpenRegFunctions.h"
 
-namespace openreg::minimal {
+namespace openreg::native {
 
 void check_supported_dtype(c10::ScalarType dtype) {
   // Quantized tensors need a Quantizer and quantized kernels; bit-packed types
@@ -36,7 +37,7 @@ c10::Device checked_device(std::optional<c10::Device> device_opt,
 } // namespace
 
 // [empty]
-at::Tensor empty_memory_format(
+at::Tensor OpenRegNativeFunctions::empty(
     c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt,
     std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
     std::optional<bool> pin_memory_opt, std::optional<c10::MemoryFormat> memory_format_opt) {
@@ -50,7 +51,7 @@ at::Tensor empty_memory_format(
 }
 // [/empty]
 
-at::Tensor empty_strided(
+at::Tensor OpenRegNativeFunctions::empty_strided(
     c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype_opt,
     std::optional<c10::Layout> layout_opt, std::optional<c10::Device> device_opt,
     std::optional<bool> pin_memory_opt) {
@@ -62,4 +63,4 @@ at::Tensor empty_strided(
       size, stride, c10::GetAllocator(c10::DeviceType::PrivateUse1), ks, dtype);
 }
 
-} // namespace openreg::minimal
+} // namespace openreg::native

@@ -1,6 +1,7 @@
 // Metadata-only operators: none of them touches device memory, so they are
 // safe to run on the host thread despite the runtime's memory protection.
 #include "aten/minimal/Minimal.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
@@ -9,7 +10,7 @@
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 
-namespace openreg::minimal {
+namespace openreg::native {
 
 namespace {
 // Grows the storage through the hooks (a D2D copy on the current stream) when
@@ -23,7 +24,7 @@ void ensure_storage_bytes(const at::Tensor& self, size_t nbytes) {
 }
 } // namespace
 
-at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
+at::Tensor OpenRegNativeFunctions::as_strided_symint(const at::Tensor& self, c10::SymIntArrayRef size,
                       c10::SymIntArrayRef stride, std::optional<c10::SymInt> storage_offset) {
   return at::native::as_strided_tensorimpl(
       self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
@@ -32,18 +33,18 @@ at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
           : std::nullopt);
 }
 
-at::Tensor _reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
+at::Tensor OpenRegNativeFunctions::_reshape_alias_symint(const at::Tensor& self, c10::SymIntArrayRef size,
                           c10::SymIntArrayRef stride) {
   return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
                                     C10_AS_INTARRAYREF_SLOW(stride));
 }
 
-at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+at::Tensor OpenRegNativeFunctions::view_symint(const at::Tensor& self, c10::SymIntArrayRef size) {
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
 // [resize]
-const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size_sym,
+const at::Tensor& OpenRegNativeFunctions::resize__symint(const at::Tensor& self, c10::SymIntArrayRef size_sym,
                           std::optional<c10::MemoryFormat> memory_format) {
   const auto size = C10_AS_INTARRAYREF_SLOW(size_sym);
   for (const auto s : size) {
@@ -65,7 +66,7 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size_sym,
 }
 // [/resize]
 
-at::Tensor& set_source_Storage_storage_offset_(
+at::Tensor& OpenRegNativeFunctions::set_(
     at::Tensor& self, c10::Storage source, int64_t storage_offset,
     c10::IntArrayRef size, c10::IntArrayRef stride) {
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
@@ -88,20 +89,20 @@ at::Tensor& set_source_Storage_storage_offset_(
   return self;
 }
 
-at::Tensor& set_source_Storage_(at::Tensor& self, c10::Storage source) {
+at::Tensor& OpenRegNativeFunctions::set_(at::Tensor& self, c10::Storage source) {
   const auto itemsize = self.dtype().itemsize();
   TORCH_CHECK(source.nbytes() % itemsize == 0, "Expected storage size (", source.nbytes(),
               " bytes) to be a multiple of the element size ", itemsize);
   const int64_t numel = static_cast<int64_t>(source.nbytes() / itemsize);
-  return set_source_Storage_storage_offset_(self, std::move(source), 0, {numel}, {});
+  return set_(self, std::move(source), 0, {numel}, {});
 }
 
-at::Tensor& set_source_Tensor_(at::Tensor& self, const at::Tensor& source) {
+at::Tensor& OpenRegNativeFunctions::set_(at::Tensor& self, const at::Tensor& source) {
   if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) {
     return self;
   }
-  return set_source_Storage_storage_offset_(self, source.storage(), source.storage_offset(),
+  return set_(self, source.storage(), source.storage_offset(),
                                             source.sizes(), source.strides());
 }
 
-} // namespace openreg::minimal
+} // namespace openreg::native

@@ -17,9 +17,9 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros_like.h>
-#include <torch/library.h>
 
 #include "runtime/OpenRegGenerator.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <array>
 #include <cmath>
@@ -31,23 +31,6 @@ namespace openreg::native {
 namespace {
 
 using at::Tensor;
-
-// [sdp-choice]
-// OVERRIDEABLE unless the user switched it off (torch.nn.attention.sdpa_kernel)
-// or asked for grouped-query attention, which the math path handles.
-int64_t choose_sdp_backend(const Tensor& query, const Tensor& key, const Tensor& value,
-                           const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
-                           std::optional<double> scale, bool enable_gqa) {
-  const bool same_heads = query.dim() < 3 || query.size(-3) == key.size(-3);
-  if (at::globalContext().userEnabledOverrideableSDP() && same_heads && !query.is_nested() &&
-      (query.dim() == 3 || query.dim() == 4)) {
-    return static_cast<int64_t>(at::SDPBackend::overrideable);
-  }
-  TORCH_CHECK(at::globalContext().userEnabledMathSDP(),
-              "openreg: no scaled_dot_product_attention backend is enabled that supports these inputs");
-  return static_cast<int64_t>(at::SDPBackend::math);
-}
-// [/sdp-choice]
 
 double softmax_scale(const Tensor& query, std::optional<double> scale) {
   return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
@@ -90,8 +73,28 @@ int64_t draw_dropout_seed(c10::Device device) {
   return static_cast<int64_t>(gen.get<at::CPUGeneratorImpl>()->random64() >> 1);
 }
 
+} // namespace
+
+// [sdp-choice]
+// OVERRIDEABLE unless the user switched it off (torch.nn.attention.sdpa_kernel)
+// or asked for grouped-query attention, which the math path handles. Called
+// directly (torch._fused_sdp_choice), the op answers as the stub does.
+int64_t OpenRegNativeFunctions::_fused_sdp_choice(const Tensor& query, const Tensor& key, const Tensor& value,
+                           const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
+                           std::optional<double> scale, bool enable_gqa) {
+  const bool same_heads = query.dim() < 3 || query.size(-3) == key.size(-3);
+  if (at::globalContext().userEnabledOverrideableSDP() && same_heads && !query.is_nested() &&
+      (query.dim() == 3 || query.dim() == 4)) {
+    return static_cast<int64_t>(at::SDPBackend::overrideable);
+  }
+  TORCH_CHECK(at::globalContext().userEnabledMathSDP(),
+              "openreg: no scaled_dot_product_attention backend is enabled that supports these inputs");
+  return static_cast<int64_t>(at::SDPBackend::math);
+}
+// [/sdp-choice]
+
 // [sdpa-overrideable]
-std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor> sdpa_overrideable(
+std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor> OpenRegNativeFunctions::_scaled_dot_product_fused_attention_overrideable(
     const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_bias,
     double dropout_p, bool is_causal, bool return_debug_mask, std::optional<double> scale) {
   TORCH_CHECK(query.dim() == 3 || query.dim() == 4, "openreg: scaled_dot_product_attention expects 3-D or 4-D query");
@@ -121,7 +124,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Ten
 
 // dV = P'^T dO; dP' = dO V^T; dP = dP' * dropout; dS = P * (dP - rowsum(dP * P));
 // dQ = dS K * scale; dK = dS^T Q * scale; the bias gets dS, summed over what it broadcast.
-std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_overrideable_backward(
+std::tuple<Tensor, Tensor, Tensor, Tensor> OpenRegNativeFunctions::_scaled_dot_product_fused_attention_overrideable_backward_symint(
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_bias,
     std::array<bool, 4> grad_input_mask, const Tensor& out, const Tensor& logsumexp, const Tensor& cum_seq_q,
     const Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
@@ -156,20 +159,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> sdpa_overrideable_backward(
 }
 // [/sdpa-overrideable]
 
-// [sdpa-registration]
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  // Called directly (torch._fused_sdp_choice), it answers as the stub does.
-  m.impl("_fused_sdp_choice", TORCH_FN(choose_sdp_backend));
-  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_overrideable));
-  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_overrideable_backward));
-}
-
-} // namespace
 } // namespace openreg::native
 
+// [sdpa-registration]
 // The SDPA composite asks the stub (not the op) for its choice. The macro
 // names the stub's type by its unqualified name, hence at::native.
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &openreg::native::choose_sdp_backend)
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &openreg::native::OpenRegNativeFunctions::_fused_sdp_choice)
 } // namespace at::native
 // [/sdpa-registration]

@@ -5,6 +5,7 @@
 
 #include "aten/launch/Launch.h"
 #include "aten/native/OpSupport.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
@@ -16,7 +17,6 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/mm_ops.h>
-#include <torch/library.h>
 
 #include <vector>
 
@@ -70,22 +70,6 @@ bool mm_shapes_ok(const Tensor& self, const Tensor& mat2) {
   return self.size(1) == mat2.size(0);
 }
 
-Tensor mm(const Tensor& self, const Tensor& mat2) {
-  if (native_gemm_operands({&self, &mat2}, 2) && mm_shapes_ok(self, mat2)) {
-    Tensor out = at::empty({self.size(0), mat2.size(1)}, self.options());
-    return mm_into(out, self, mat2);
-  }
-  return cpu_fallback_op<at::_ops::mm>(self, mat2);
-}
-
-Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
-  if (native_gemm_operands({&self, &mat2, &out}, 2) && mm_shapes_ok(self, mat2) && !out.is_same(self) && !out.is_same(mat2)) {
-    at::native::resize_output(out, {self.size(0), mat2.size(1)});
-    return mm_into(out, self, mat2);
-  }
-  return cpu_fallback_op<at::_ops::mm_out>(self, mat2, out);
-}
-
 bool addmm_ok(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
   if (!native_gemm_operands({&mat1, &mat2}, 2) || !mm_shapes_ok(mat1, mat2) || !is_native_tensor(self) ||
       self.scalar_type() != mat1.scalar_type() || self.device() != mat1.device() || self.dim() > 2) {
@@ -106,7 +90,38 @@ Tensor& addmm_into(Tensor& out, const Tensor& self, const Tensor& mat1, const Te
   return out;
 }
 
-Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
+bool bmm_ok(const Tensor& self, const Tensor& mat2) {
+  return native_gemm_operands({&self, &mat2}, 3) && self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1);
+}
+
+Tensor& bmm_into(Tensor& out, const Tensor& self, const Tensor& mat2) {
+  if (out.numel() == 0) return out;
+  launch_kernel(self.device().index(), [o = DeviceBuffer(out), a = DeviceBuffer(self), b = DeviceBuffer(mat2)]() {
+    Tensor result = o.alias();
+    at::bmm_out(result, a.alias(), b.alias());
+  });
+  return out;
+}
+
+} // namespace
+
+Tensor OpenRegNativeFunctions::mm(const Tensor& self, const Tensor& mat2) {
+  if (native_gemm_operands({&self, &mat2}, 2) && mm_shapes_ok(self, mat2)) {
+    Tensor out = at::empty({self.size(0), mat2.size(1)}, self.options());
+    return mm_into(out, self, mat2);
+  }
+  return cpu_fallback_op<at::_ops::mm>(self, mat2);
+}
+
+Tensor& OpenRegNativeFunctions::mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
+  if (native_gemm_operands({&self, &mat2, &out}, 2) && mm_shapes_ok(self, mat2) && !out.is_same(self) && !out.is_same(mat2)) {
+    at::native::resize_output(out, {self.size(0), mat2.size(1)});
+    return mm_into(out, self, mat2);
+  }
+  return cpu_fallback_op<at::_ops::mm_out>(self, mat2, out);
+}
+
+Tensor OpenRegNativeFunctions::addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
              const c10::Scalar& alpha) {
   if (addmm_ok(self, mat1, mat2)) {
     Tensor out = at::empty({mat1.size(0), mat2.size(1)}, mat1.options());
@@ -115,7 +130,7 @@ Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const c
   return cpu_fallback_op<at::_ops::addmm>(self, mat1, mat2, beta, alpha);
 }
 
-Tensor& addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
+Tensor& OpenRegNativeFunctions::addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
                   const c10::Scalar& alpha, Tensor& out) {
   if (addmm_ok(self, mat1, mat2) && is_native_tensor(out) && out.scalar_type() == mat1.scalar_type() &&
       out.device() == mat1.device() && !out.is_same(mat1) && !out.is_same(mat2)) {
@@ -132,25 +147,12 @@ Tensor& addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
   return cpu_fallback_op<at::_ops::addmm_out>(self, mat1, mat2, beta, alpha, out);
 }
 
-Tensor& addmm_inplace(Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
+Tensor& OpenRegNativeFunctions::addmm_(Tensor& self, const Tensor& mat1, const Tensor& mat2, const c10::Scalar& beta,
                       const c10::Scalar& alpha) {
   return addmm_out(self, mat1, mat2, beta, alpha, self);
 }
 
-bool bmm_ok(const Tensor& self, const Tensor& mat2) {
-  return native_gemm_operands({&self, &mat2}, 3) && self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1);
-}
-
-Tensor& bmm_into(Tensor& out, const Tensor& self, const Tensor& mat2) {
-  if (out.numel() == 0) return out;
-  launch_kernel(self.device().index(), [o = DeviceBuffer(out), a = DeviceBuffer(self), b = DeviceBuffer(mat2)]() {
-    Tensor result = o.alias();
-    at::bmm_out(result, a.alias(), b.alias());
-  });
-  return out;
-}
-
-Tensor bmm(const Tensor& self, const Tensor& mat2) {
+Tensor OpenRegNativeFunctions::bmm(const Tensor& self, const Tensor& mat2) {
   if (bmm_ok(self, mat2)) {
     Tensor out = at::empty({self.size(0), self.size(1), mat2.size(2)}, self.options());
     return bmm_into(out, self, mat2);
@@ -158,25 +160,13 @@ Tensor bmm(const Tensor& self, const Tensor& mat2) {
   return cpu_fallback_op<at::_ops::bmm>(self, mat2);
 }
 
-Tensor& bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
+Tensor& OpenRegNativeFunctions::bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   if (bmm_ok(self, mat2) && is_native_tensor(out) && out.scalar_type() == self.scalar_type() &&
       out.device() == self.device() && !out.is_same(self) && !out.is_same(mat2)) {
     at::native::resize_output(out, {self.size(0), self.size(1), mat2.size(2)});
     return bmm_into(out, self, mat2);
   }
   return cpu_fallback_op<at::_ops::bmm_out>(self, mat2, out);
-}
-
-} // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm", TORCH_FN(mm));
-  m.impl("mm.out", TORCH_FN(mm_out));
-  m.impl("addmm", TORCH_FN(addmm));
-  m.impl("addmm.out", TORCH_FN(addmm_out));
-  m.impl("addmm_", TORCH_FN(addmm_inplace));
-  m.impl("bmm", TORCH_FN(bmm));
-  m.impl("bmm.out", TORCH_FN(bmm_out));
 }
 
 } // namespace openreg::native

@@ -3,12 +3,12 @@
 
 #include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_ops.h>
 #include <ATen/ops/fill_ops.h>
 #include <ATen/ops/zero_ops.h>
-#include <torch/library.h>
 
 namespace openreg::native {
 namespace {
@@ -30,7 +30,9 @@ void launch_fill(const Tensor& self, const c10::Scalar& value) {
   });
 }
 
-Tensor& fill_scalar(Tensor& self, const c10::Scalar& value) {
+} // namespace
+
+Tensor& OpenRegNativeFunctions::fill_(Tensor& self, const c10::Scalar& value) {
   if (!native_kernels_enabled() || !is_native_tensor(self) || value.isComplex()) {
     return cpu_fallback_op<at::_ops::fill__Scalar>(self, value);
   }
@@ -38,12 +40,12 @@ Tensor& fill_scalar(Tensor& self, const c10::Scalar& value) {
   return self;
 }
 
-Tensor& fill_tensor(Tensor& self, const Tensor& value) {
+Tensor& OpenRegNativeFunctions::fill_(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0,
               "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
   if (value.device().is_cpu()) {
-    return fill_scalar(self, value.item());
+    return fill_(self, value.item());
   }
   if (!native_kernels_enabled()) {
     return cpu_fallback_op<at::_ops::fill__Tensor>(self, value);
@@ -52,7 +54,7 @@ Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   return self.copy_(value);
 }
 
-Tensor& zero_(Tensor& self) {
+Tensor& OpenRegNativeFunctions::zero_(Tensor& self) {
   if (!native_kernels_enabled() || !is_native_tensor(self)) {
     return cpu_fallback_op<at::_ops::zero_>(self);
   }
@@ -61,7 +63,7 @@ Tensor& zero_(Tensor& self) {
 }
 
 // [native-copy]
-Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
+Tensor& OpenRegNativeFunctions::copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   const bool native = native_kernels_enabled() && is_native_tensor(self) && is_native_tensor(src) &&
       self.device() == src.device();
   if (!native) {
@@ -87,14 +89,5 @@ Tensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 // [/native-copy]
-
-} // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
-  m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
-  m.impl("zero_", TORCH_FN(zero_));
-  m.impl("copy_", TORCH_FN(copy_));
-}
 
 } // namespace openreg::native

@@ -4,6 +4,7 @@
 #include "aten/native/OpSupport.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
@@ -12,7 +13,6 @@
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/where_ops.h>
-#include <torch/library.h>
 
 #include <atomic>
 #include <memory>
@@ -66,16 +66,6 @@ std::optional<Tensor> run_where(const Tensor& condition, const Tensor& self, con
         iter, [](bool c, scalar_t x, scalar_t y) { return c ? x : y; });
   });
   return dest;
-}
-
-Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  if (auto r = run_where(condition, self, other, Tensor())) return *r;
-  return cpu_fallback_op<at::_ops::where_self>(condition, self, other);
-}
-
-Tensor& where_out(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
-  if (run_where(condition, self, other, out)) return out;
-  return cpu_fallback_op<at::_ops::where_self_out>(condition, self, other, out);
 }
 
 // [native-index]
@@ -170,17 +160,21 @@ std::optional<Tensor> run_index(const Tensor& self, const c10::List<std::optiona
   return out;
 }
 
-Tensor index(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
-  if (auto r = run_index(self, indices)) return *r;
-  return cpu_fallback_op<at::_ops::index_Tensor>(self, indices);
-}
-
 } // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("where.self", TORCH_FN(where));
-  m.impl("where.self_out", TORCH_FN(where_out));
-  m.impl("index.Tensor", TORCH_FN(index));
+Tensor OpenRegNativeFunctions::where(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  if (auto r = run_where(condition, self, other, Tensor())) return *r;
+  return cpu_fallback_op<at::_ops::where_self>(condition, self, other);
+}
+
+Tensor& OpenRegNativeFunctions::where_out(const Tensor& condition, const Tensor& self, const Tensor& other, Tensor& out) {
+  if (run_where(condition, self, other, out)) return out;
+  return cpu_fallback_op<at::_ops::where_self_out>(condition, self, other, out);
+}
+
+Tensor OpenRegNativeFunctions::index(const Tensor& self, const c10::List<std::optional<Tensor>>& indices) {
+  if (auto r = run_index(self, indices)) return *r;
+  return cpu_fallback_op<at::_ops::index_Tensor>(self, indices);
 }
 
 } // namespace openreg::native

@@ -117,6 +117,9 @@ Tensor& quantized_copy_(Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
+// Hand-written (docs/codegen.md): a second dispatch key, QuantizedPrivateUse1,
+// which one gen_backend_stubs YAML cannot target besides PrivateUse1, and
+// ATen's own at::native kernels registered as they are.
 // [quantized-registration]
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("quantize_per_tensor", TORCH_FN(quantize_per_tensor));

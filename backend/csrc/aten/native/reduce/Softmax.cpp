@@ -3,6 +3,7 @@
 
 #include "aten/launch/Launch.h"
 #include "aten/native/OpSupport.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
@@ -11,7 +12,6 @@
 #include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_ops.h>
 #include <ATen/ops/empty.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -232,17 +232,19 @@ std::optional<Tensor> run_softmax_backward(const Tensor& grad, const Tensor& out
   return grad_input;
 }
 
-Tensor softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+} // namespace
+
+Tensor OpenRegNativeFunctions::_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   if (auto r = run_softmax(self, dim, half_to_float, false)) return *r;
   return cpu_fallback_op<at::_ops::_softmax>(self, dim, half_to_float);
 }
 
-Tensor log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
+Tensor OpenRegNativeFunctions::_log_softmax(const Tensor& self, int64_t dim, bool half_to_float) {
   if (auto r = run_softmax(self, dim, half_to_float, true)) return *r;
   return cpu_fallback_op<at::_ops::_log_softmax>(self, dim, half_to_float);
 }
 
-Tensor& softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
+Tensor& OpenRegNativeFunctions::_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
   if (is_native_tensor(out) && out.scalar_type() == self.scalar_type()) {
     if (auto r = run_softmax(self, dim, half_to_float, false)) {
       at::native::resize_output(out, r->sizes());
@@ -252,7 +254,7 @@ Tensor& softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor&
   return cpu_fallback_op<at::_ops::_softmax_out>(self, dim, half_to_float, out);
 }
 
-Tensor& log_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
+Tensor& OpenRegNativeFunctions::_log_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Tensor& out) {
   if (is_native_tensor(out) && out.scalar_type() == self.scalar_type()) {
     if (auto r = run_softmax(self, dim, half_to_float, true)) {
       at::native::resize_output(out, r->sizes());
@@ -262,25 +264,14 @@ Tensor& log_softmax_out(const Tensor& self, int64_t dim, bool half_to_float, Ten
   return cpu_fallback_op<at::_ops::_log_softmax_out>(self, dim, half_to_float, out);
 }
 
-Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
+Tensor OpenRegNativeFunctions::_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
   if (auto r = run_softmax_backward(grad, output, dim, input_dtype, false)) return *r;
   return cpu_fallback_op<at::_ops::_softmax_backward_data>(grad, output, dim, input_dtype);
 }
 
-Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
+Tensor OpenRegNativeFunctions::_log_softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, c10::ScalarType input_dtype) {
   if (auto r = run_softmax_backward(grad, output, dim, input_dtype, true)) return *r;
   return cpu_fallback_op<at::_ops::_log_softmax_backward_data>(grad, output, dim, input_dtype);
-}
-
-} // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_softmax", TORCH_FN(softmax));
-  m.impl("_softmax.out", TORCH_FN(softmax_out));
-  m.impl("_log_softmax", TORCH_FN(log_softmax));
-  m.impl("_log_softmax.out", TORCH_FN(log_softmax_out));
-  m.impl("_softmax_backward_data", TORCH_FN(softmax_backward));
-  m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
 }
 
 } // namespace openreg::native

@@ -7,11 +7,12 @@
 // which read the workspace the forward saved. The workspace layout is
 // CUDA's, so a trace or saved graph does not depend on the device.
 
+#include "PrivateUse1NativeFunctions.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/zeros_like.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <tuple>
@@ -32,11 +33,13 @@ void check_cell_shapes(const char* op, const Tensor& input_gates, const Tensor& 
               input_gates.size(1) / gates, "], got ", state.sizes());
 }
 
+} // namespace
+
 // [fused-lstm-cell]
 // gates = input_gates + hidden_gates (+ biases), cut into i, f, g, o:
 //   cy = sigmoid(f) * cx + sigmoid(i) * tanh(g),  hy = sigmoid(o) * tanh(cy).
 // Workspace: the activated gates [i f g o], what the backward needs.
-std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, const Tensor& hidden_gates,
+std::tuple<Tensor, Tensor, Tensor> OpenRegNativeFunctions::_thnn_fused_lstm_cell(const Tensor& input_gates, const Tensor& hidden_gates,
                                                    const Tensor& cx, const std::optional<Tensor>& input_bias,
                                                    const std::optional<Tensor>& hidden_bias) {
   check_cell_shapes("_thnn_fused_lstm_cell", input_gates, hidden_gates, cx, 4);
@@ -57,7 +60,7 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell(const Tensor& input_gates, co
 }
 
 // d/d(pre-activation gates) from the saved activations; d cx = d cy_total * f.
-std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward(const std::optional<Tensor>& grad_hy,
+std::tuple<Tensor, Tensor, Tensor> OpenRegNativeFunctions::_thnn_fused_lstm_cell_backward_impl(const std::optional<Tensor>& grad_hy,
                                                             const std::optional<Tensor>& grad_cy,
                                                             const Tensor& cx, const Tensor& cy,
                                                             const Tensor& workspace, bool has_bias) {
@@ -88,7 +91,7 @@ std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward(const std::optional<
 // r = sigmoid(i_r + h_r), z = sigmoid(i_z + h_z), n = tanh(i_n + r * h_n),
 // hy = n + z * (hx - n), biases added to the input and hidden parts.
 // Workspace: [r z i_n h_n hx], CUDA's layout.
-std::tuple<Tensor, Tensor> fused_gru_cell(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx,
+std::tuple<Tensor, Tensor> OpenRegNativeFunctions::_thnn_fused_gru_cell(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx,
                                           const std::optional<Tensor>& input_bias,
                                           const std::optional<Tensor>& hidden_bias) {
   check_cell_shapes("_thnn_fused_gru_cell", input_gates, hidden_gates, hx, 3);
@@ -110,7 +113,7 @@ std::tuple<Tensor, Tensor> fused_gru_cell(const Tensor& input_gates, const Tenso
 }
 
 // Returns the gradients of input_gates, hidden_gates, hx and the two biases.
-std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> fused_gru_cell_backward(const Tensor& grad_hy,
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> OpenRegNativeFunctions::_thnn_fused_gru_cell_backward(const Tensor& grad_hy,
                                                                            const Tensor& workspace,
                                                                            bool has_bias) {
   auto saved = workspace.chunk(5, 1);
@@ -132,14 +135,4 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> fused_gru_cell_backward(const
 }
 // [/fused-gru-cell]
 
-// [fused-cell-registration]
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
-  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));
-  m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));
-  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
-}
-// [/fused-cell-registration]
-
-} // namespace
 } // namespace openreg::native

@@ -5,11 +5,11 @@
 
 #include "aten/launch/Elementwise.h"
 #include "aten/native/OpSupport.h"
+#include "PrivateUse1NativeFunctions.h"
 
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/abs_native.h>
 #include <ATen/ops/abs_ops.h>
-#include <torch/library.h>
 
 #include <cmath>
 #include <type_traits>
@@ -30,9 +30,8 @@ void abs_kernel(at::TensorIteratorBase& iter) {
 }
 // [/abs-stub]
 
-namespace {
-
-at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
+// abs and abs_ are CompositeExplicitAutograd over abs.out.
+at::Tensor& OpenRegNativeFunctions::abs_out(const at::Tensor& self, at::Tensor& out) {
   const bool native = native_kernels_enabled() && is_native_tensor(self) && is_native_tensor(out) &&
       self.scalar_type() != c10::kBool && self.scalar_type() == out.scalar_type();
   if (!native) {
@@ -41,16 +40,9 @@ at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
   return at::native::abs_out(self, out);
 }
 
-} // namespace
-
-// [abs-stub-registration]
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  // abs and abs_ are CompositeExplicitAutograd over abs.out.
-  m.impl("abs.out", TORCH_FN(abs_out));
-}
-
 } // namespace openreg::native
 
+// [abs-stub-registration]
 // The macro names ATen's registrar unqualified, so it must expand inside at::native.
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(abs_stub, &openreg::native::abs_kernel)
