@@ -39,7 +39,10 @@ set_source_files_properties(
 
 # The bindings compile with the same ABI/PIC/standard/AT_PER_OPERATOR_HEADERS
 # flags, so torch_openreg's PCH is valid for them (gcc checks, and CMake adds
-# -Winvalid-pch so a mismatch would show as a warning, not a silent reparse).
+# -Winvalid-pch so a mismatch shows as a warning, not a silent reparse). gcc
+# rejects a PCH made with a macro the user does not define, and CMake defines
+# torch_openreg_EXPORTS for the library's sources: nothing of ours reads it.
+set_target_properties(torch_openreg PROPERTIES DEFINE_SYMBOL "")
 target_precompile_headers(torch_bindings REUSE_FROM torch_openreg)
 
 # ccache and gcc PCHs: ccache only caches a TU that uses a PCH when it is told
