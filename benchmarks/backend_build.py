@@ -5,9 +5,17 @@ build directory (never the developer's build dir), against the torch of the
 running interpreter, exactly as backend/setup.py does. Prints one line per
 measurement; all three come from the same run on the same machine.
 
-    flock /tmp/openreg-build.lock .venv/bin/python benchmarks/backend_build.py [--jobs 2] [--keep]
+    flock /tmp/openreg-build.lock .venv/bin/python benchmarks/backend_build.py \
+        [--jobs 2] [--keep] [--baseline-ref main] [-- -DOPENREG_PCH=OFF ...]
 
-Targets (2-core machine): cold <= 90 s, no-op <= 2 s.
+--baseline-ref builds the backend/ of that git ref first, in the same run, and
+prints each figure of this tree as a ratio to it. CPU-s are the children's
+resource usage (what counts on a shared machine); "floor s" is CPU-s / jobs,
+the least wall time that work can take on that many cores. Every compile runs
+under /usr/bin/time, so the slowest translation units are listed by CPU-s.
+
+Targets (2-core machine): cold <= 90 s, no-op <= 2 s; cold CPU-s <= 0.6x of
+the build before the precompiled-header rework (issue #31).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 BACKEND = Path(__file__).resolve().parent.parent / "backend"
@@ -29,12 +38,13 @@ BACKEND = Path(__file__).resolve().parent.parent / "backend"
 TOUCHED = BACKEND / "csrc" / "runtime" / "OpenRegGuard.cpp"
 
 
-def configure_command(build_dir: Path, out_dir: Path, extra: list[str]) -> list[str]:
+def configure_command(build_dir: Path, out_dir: Path, extra: list[str],
+                      backend: Path = BACKEND) -> list[str]:
     import torch
     from torch.utils import cpp_extension
 
     return [
-        "cmake", "-S", str(BACKEND), "-B", str(build_dir), "-G", "Ninja",
+        "cmake", "-S", str(backend), "-B", str(build_dir), "-G", "Ninja",
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DOPENREG_OUTPUT_DIR={out_dir}",
         f"-DTORCH_VERSION={torch.__version__}",
@@ -61,41 +71,119 @@ def timed(cmd: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
+# Runs each compile under /usr/bin/time: its CPU-s per object file, appended to
+# $OPENREG_TU_LOG (the launcher's own CPU is counted in the build's, and is tiny).
+_TU_LAUNCHER = """#!/bin/sh
+exec /usr/bin/time -a -o "$OPENREG_TU_LOG" -f "%U %S %C" "$@"
+"""
+
+
+def tu_cpu(log: Path) -> list[tuple[float, str]]:
+    """(CPU-s, object or PCH file) per compile, slowest first."""
+    rows = []
+    for line in log.read_text().splitlines() if log.exists() else []:
+        parts = line.split()
+        if len(parts) < 3 or "-o" not in parts:
+            continue
+        target = parts[parts.index("-o") + 1]
+        rows.append((float(parts[0]) + float(parts[1]), target.split(".dir/")[-1]))
+    return sorted(rows, reverse=True)
+
+
+def export_ref(ref: str, dest: Path) -> Path:
+    """backend/ as committed at `ref`, in dest."""
+    repo = BACKEND.parent
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "backend"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / "backend"
+
+
+def snapshot(dest: Path) -> Path:
+    """This tree's backend/ copied without build outputs, so that editing the
+    worktree during a long run changes nothing in it."""
+    skip = {"build", "lib", "__pycache__"}
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        top = Path(directory) in (BACKEND, BACKEND / "torch_openreg")
+        return {n for n in names if (top and n in skip) or n.endswith((".so", ".egg-info"))}
+
+    shutil.copytree(BACKEND, dest / "backend", ignore=ignore)
+    return dest / "backend"
+
+
+@dataclass
+class Measured:
+    steps: dict[str, tuple[float, float]]  # step -> (wall s, CPU s)
+    tus: list[tuple[float, str]]  # cold build: (CPU s, object) slowest first
+
+
+def measure(backend: Path, tmp: Path, jobs: int, cmake_args: list[str]) -> Measured:
+    build_dir, out_dir = tmp / "build", tmp / "pkg"
+    tmp.mkdir(parents=True, exist_ok=True)
+    launcher = tmp / "tu_time.sh"
+    launcher.write_text(_TU_LAUNCHER)
+    launcher.chmod(0o755)
+    tu_log = tmp / "tu_cpu.log"
+    os.environ["OPENREG_TU_LOG"] = str(tu_log)
+    build = ["cmake", "--build", str(build_dir), "--", f"-j{jobs}"]
+    # ccache would turn "cold" into "warm": measure the compiler itself.
+    configure = timed(configure_command(
+        build_dir, out_dir, [f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", *cmake_args], backend))
+    cold = timed(build)
+    tus = tu_cpu(tu_log)
+    noop = timed(build)
+    os.utime(backend / TOUCHED.relative_to(BACKEND))  # a touch is what an edit looks like to ninja
+    one_file = timed(build)
+    return Measured({"configure": configure, "cold build": cold, "no-op rebuild": noop,
+                     "one-file rebuild": one_file}, tus)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep the temp build dir")
+    parser.add_argument("--baseline-ref", help="git ref whose backend/ is built first, for ratios")
+    parser.add_argument("--top", type=int, default=8, help="how many of the slowest TUs to list")
     parser.add_argument("cmake_args", nargs="*", help="extra -D options for the configure step")
     args = parser.parse_args()
 
     env_ccache = shutil.which("ccache")
     tmp = Path(tempfile.mkdtemp(prefix="openreg-build-bench-"))
-    build_dir, out_dir = tmp / "build", tmp / "pkg"
-    build = ["cmake", "--build", str(build_dir), "--", f"-j{args.jobs}"]
+    results: dict[str, Measured] = {}
+    load_before = os.getloadavg()[0]
     try:
-        # ccache would turn "cold" into "warm": measure the compiler itself.
-        configure = timed(configure_command(build_dir, out_dir, args.cmake_args))
-        cold = timed(build)
-        noop = timed(build)
-        os.utime(TOUCHED)  # a touch is what an edit looks like to ninja
-        one_file = timed(build)
+        this_src = snapshot(tmp / "this-src")
+        if args.baseline_ref:
+            base_src = export_ref(args.baseline_ref, tmp / "baseline-src")
+            results[args.baseline_ref] = measure(base_src, tmp / "baseline", args.jobs, args.cmake_args)
+        results["this tree"] = measure(this_src, tmp / "this", args.jobs, args.cmake_args)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
 
     import torch
 
-    load = os.getloadavg()[0]
     print(f"torch {torch.__version__}, -j{args.jobs}, ccache on PATH: {bool(env_ccache)} (not used), "
-          f"load average {load:.1f} on {os.cpu_count()} cores")
-    print(f"{'':18}{'wall s':>8}{'cpu s':>8}{'cpu/jobs':>10}")
-    for name, (wall, cpu), note in [
-        ("configure", configure, ""),
-        ("cold build", cold, "target <= 90 s"),
-        ("no-op rebuild", noop, "target <= 2 s"),
-        ("one-file rebuild", one_file, str(TOUCHED.relative_to(BACKEND))),
-    ]:
-        print(f"{name:18}{wall:8.2f}{cpu:8.2f}{cpu / args.jobs:10.2f}   {note}")
+          f"load average {load_before:.1f} before / {os.getloadavg()[0]:.1f} after, "
+          f"on {os.cpu_count()} cores" + (f"; kept {tmp}" if args.keep else ""))
+    base = results.get(args.baseline_ref) if args.baseline_ref else None
+    for label, res in results.items():
+        print(f"\n{label}:")
+        print(f"{'':18}{'wall s':>8}{'cpu s':>8}{'floor s':>9}" + ("   cpu ratio  wall ratio" if base and res is not base else ""))
+        for name, note in [("configure", ""), ("cold build", "target <= 90 s"),
+                           ("no-op rebuild", "target <= 2 s"),
+                           ("one-file rebuild", str(TOUCHED.relative_to(BACKEND)))]:
+            wall, cpu = res.steps[name]
+            ratio = ""
+            if base and res is not base:
+                bwall, bcpu = base.steps[name]
+                ratio = f"{cpu / bcpu if bcpu else 0:11.2f}x{wall / bwall if bwall else 0:10.2f}x"
+            print(f"{name:18}{wall:8.2f}{cpu:8.2f}{cpu / args.jobs:9.2f}{ratio}   {note}")
+        print("slowest compiles (CPU-s):")
+        for tu_cpu_s, target in res.tus[: args.top]:
+            print(f"  {tu_cpu_s:7.1f}  {target}")
 
 
 if __name__ == "__main__":
