@@ -14,6 +14,7 @@ from service.models import Step, StepStatus
 from service.queries.log_chunks import (
     stored_pieces,
     streamed_backwards,
+    streamed_line_count,
     streamed_pieces,
     streamed_range,
     streamed_size,
@@ -144,14 +145,58 @@ def _streamed(
 ) -> LogSlice:
     size = streamed_size(session, step_id)
     if tail is not None:
-        # Walk back chunk by chunk until enough newlines are in hand.
-        start, window = size, b""
-        for at, data in streamed_backwards(session, step_id):
-            start, window = at, data + window
-            if _enough_lines(window, tail):
-                break
-        cut = _tail_start(window, tail)
-        return LogSlice(window[cut:], start + cut, size, complete)
+        return _streamed_tail(session, step_id, size, tail, complete=complete)
     start = min(offset or 0, size)
     end = size if limit is None else min(size, start + limit)
     return LogSlice(streamed_range(session, step_id, start, end), start, size, complete)
+
+
+def _streamed_tail(session: Session, step_id: int, size: int, lines: int, *,
+                   complete: bool) -> LogSlice:
+    """The last ``lines`` lines of the first ``size`` bytes, walking back chunk by chunk
+    until enough newlines are in hand (chunks written since ``size`` was read are left out)."""
+    start, window = size, b""
+    for at, data in streamed_backwards(session, step_id):
+        if at >= size:
+            continue
+        start, window = at, data[: size - at] + window
+        if _enough_lines(window, lines):
+            break
+    cut = _tail_start(window, lines)
+    return LogSlice(window[cut:], start + cut, size, complete)
+
+
+def line_count(step: Step) -> int | None:
+    """How many lines the step's log has, without reading it; None if never counted."""
+    running = step.status in (StepStatus.RUNNING, StepStatus.PENDING)
+    if not running and step.log_size is not None:
+        return step.log_lines
+    session = object_session(step)
+    if session is None:
+        return None
+    return streamed_line_count(session, step.id, streamed_size(session, step.id))
+
+
+def read_last_page(step: Step, per_page: int) -> tuple[LogSlice, int] | None:
+    """The lines of the log's last page of ``per_page`` lines and how many lines the log
+    has, read from its end: the stored tail, or the last streamed chunks. None when the
+    log's lines were never counted (stored before they were): page it by reading through."""
+    running = step.status in (StepStatus.RUNNING, StepStatus.PENDING)
+    if not running and step.log_size is not None:
+        if step.log_lines is None:
+            return None
+        return _stored_tail(step, step.log_size, _last_page_lines(step.log_lines, per_page)), \
+            step.log_lines
+    session = object_session(step)
+    if session is None:
+        return None
+    size = streamed_size(session, step.id)
+    total = streamed_line_count(session, step.id, size)
+    if total is None:
+        return None
+    return _streamed_tail(session, step.id, size, _last_page_lines(total, per_page),
+                          complete=not running), total
+
+
+def _last_page_lines(total: int, per_page: int) -> int:
+    return total - (max(1, -(-total // per_page)) - 1) * per_page

@@ -11,7 +11,8 @@ from service.models import LogChunk
 def append_log_chunk(session: Session, step_id: int, seq: int, start: int, data: bytes) -> None:
     """Chunk ``seq`` of the step's log: ``data`` at byte ``start``. A step that no longer
     exists (a newer attempt replaced it) fails the flush with an IntegrityError."""
-    session.add(LogChunk(step_id=step_id, seq=seq, start=start, stop=start + len(data), data=data))
+    session.add(LogChunk(step_id=step_id, seq=seq, start=start, stop=start + len(data), data=data,
+                         newlines=data.count(b"\n")))
     session.flush()
 
 

@@ -26,3 +26,6 @@ class LogChunk(Base):
     start: Mapped[int] = mapped_column(BigInteger)
     stop: Mapped[int] = mapped_column(BigInteger)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    # Newlines in ``data``: a running log's line count without reading its chunks (None:
+    # written before they were counted).
+    newlines: Mapped[int | None] = mapped_column(Integer)

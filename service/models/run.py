@@ -30,6 +30,30 @@ from service.models.masked import MaskedJSON, MaskedString, MaskedText
 from service.models.torch_build import TorchBuild
 
 STORED_TAIL_BYTES = 64 * 1024
+# The stored tail holds at least this many last lines (up to STORED_TAIL_MAX_BYTES): a log
+# page's worth and the line before it, so the last page (where a log view opens) comes
+# from the tail and never inflates the log. Pages are 500 lines (api/pages/logview.py).
+STORED_TAIL_LINES = 501
+STORED_TAIL_MAX_BYTES = 2 * 1024 * 1024
+
+def line_count(data: bytes) -> int:
+    """Lines as a log page counts them: one per newline, and an unfinished last line."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _tail_from(data: bytes) -> int:
+    """Where the stored tail starts: the last STORED_TAIL_BYTES, widened back to hold
+    STORED_TAIL_LINES lines if that takes no more than STORED_TAIL_MAX_BYTES. A log with
+    fewer lines is all one page: reading that page reads the log, so no copy is kept."""
+    start = max(0, len(data) - STORED_TAIL_BYTES)
+    floor = max(0, len(data) - STORED_TAIL_MAX_BYTES)
+    pos = len(data) - 1 if data.endswith(b"\n") else len(data)
+    for _ in range(STORED_TAIL_LINES + 1):
+        pos = data.rfind(b"\n", floor, pos)
+        if pos < 0:
+            return start
+    return min(start, pos + 1)
+
 
 ALLOWED_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
     # Its upstream build appeared (queued), or never did (errored: expired).
@@ -175,6 +199,9 @@ class Step(Base):
     # The last STORED_TAIL_BYTES of the log, uncompressed: a tail (the dashboard's and the
     # API's default view) is answered from here without inflating the whole log.
     log_tail: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    # Lines in the stored log as a log page counts them (a last line without a newline
+    # counts); None for a log stored before it was counted.
+    log_lines: Mapped[int | None] = mapped_column(BigInteger)
     summary: Mapped[str | None] = mapped_column(MaskedText)
 
     run: Mapped[Run] = relationship(back_populates="step_rows")
@@ -182,7 +209,8 @@ class Step(Base):
     def store_log(self, data: bytes) -> None:
         self.log_compressed = zlib.compress(data, 6)
         self.log_size = len(data)
-        self.log_tail = data[-STORED_TAIL_BYTES:]
+        self.log_lines = line_count(data)
+        self.log_tail = data[_tail_from(data):]
 
     def iter_log(self, chunk: int = 1024 * 1024) -> Iterator[bytes]:
         """The stored log in pieces of at most ``chunk`` bytes, inflated as they are read:

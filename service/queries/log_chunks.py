@@ -126,3 +126,24 @@ def _sqlite_blob_slices(session: Session, step_id: int) -> Iterator[bytes]:
     with raw.blobopen("steps", "log_compressed", step_id, readonly=True) as blob:
         while data := blob.read(COMPRESSED_SLICE):
             yield data
+
+
+def streamed_line_count(session: Session, step_id: int, size: int) -> int | None:
+    """Lines in the first ``size`` bytes of the streamed log, from the chunks' newline
+    counts (an unfinished last line counts); None if a chunk was written uncounted or
+    ``size`` is not a chunk boundary."""
+    counted, chunks, newlines = session.execute(
+        select(func.count(LogChunk.newlines), func.count(), func.sum(LogChunk.newlines))
+        .where(LogChunk.step_id == step_id, LogChunk.stop <= size)
+    ).one()
+    if counted != chunks:
+        return None
+    last = session.execute(
+        select(LogChunk.stop, LogChunk.data).where(LogChunk.step_id == step_id)
+        .order_by(LogChunk.stop.desc()).where(LogChunk.stop <= size).limit(1)
+    ).first()
+    if last is None:
+        return 0 if size == 0 else None
+    if last.stop != size:
+        return None
+    return int(newlines or 0) + (0 if last.data.endswith(b"\n") else 1)

@@ -94,3 +94,14 @@ def paginate_pieces(pieces: Iterable[bytes], page: int, per_page: int = LINES_PE
     page = min(page, pages)
     return LogPage(page, pages, (page - 1) * per_page + 1, [x.text() for x in shown], total,
                    size, bool(size) and last != b"\n")
+
+
+def last_page(data: bytes, total_lines: int, size: int,
+              per_page: int = LINES_PER_PAGE) -> LogPage:
+    """The last page of a log of ``total_lines`` lines and ``size`` bytes from ``data``,
+    its last page's lines (``api/logs.read_last_page``): the same page ``paginate`` gives
+    of the whole log, without the rest of it."""
+    pages = max(1, -(-total_lines // per_page))
+    lines = paginate_pieces([data], 1, per_page).lines
+    return LogPage(pages, pages, (pages - 1) * per_page + 1, lines, total_lines, size,
+                   bool(data) and not data.endswith(b"\n"))

@@ -11,11 +11,18 @@ from sqlalchemy import select
 from starlette.responses import HTMLResponse, JSONResponse
 
 from service.api.deps import ContextDep, SessionDep
-from service.api.logs import LogStream, stream_log
-from service.api.pages.logview import LAST_PAGE, LogPage, page_of_line, paginate_pieces
+from service.api.logs import LogStream, line_count, read_last_page, stream_log
+from service.api.pages.logview import (
+    LAST_PAGE,
+    LINES_PER_PAGE,
+    LogPage,
+    last_page,
+    page_of_line,
+    paginate_pieces,
+)
 from service.api.params import RunId
 from service.api.templates import render
-from service.models import Breakage, Failure, Outcome, RunState
+from service.models import Breakage, Failure, Outcome, RunState, Step
 from service.queries import runs as run_queries
 from service.queries import stages
 
@@ -144,7 +151,7 @@ def step_log(
     if page is None:
         # A step still writing its log opens at its end, where the new lines arrive.
         page = page_of_line(hl) if hl else (1 if log.complete else LAST_PAGE)
-    view = paginate_pieces(log.pieces, page)
+    view = _last_page(step, page) or paginate_pieces(log.pieces, page)
     return render(request, "log.html", {
         "page_title": f"Run {run_id} · {name} log",
         "run_id": run_id,
@@ -153,6 +160,20 @@ def step_log(
         "hl": hl,
         "follow": _follow(run_id, name, log, view),
     })
+
+
+def _last_page(step: Step, page: int) -> LogPage | None:
+    """The last page read from the log's end (issue #33: where a running log opens, it
+    must not read the whole log); None for any other page or an uncounted log."""
+    if page != LAST_PAGE:
+        total = line_count(step)
+        if total is None or page < max(1, -(-total // LINES_PER_PAGE)):
+            return None
+    read = read_last_page(step, LINES_PER_PAGE)
+    if read is None:
+        return None
+    tail, total = read
+    return last_page(tail.data, total, tail.size)
 
 
 def _follow(run_id: int, name: str, log: LogStream, view: LogPage) -> dict[str, Any] | None:
