@@ -60,8 +60,9 @@ test-backend: backend
 
 # The browser tests get a process of their own: Playwright's sync API keeps an event loop
 # running in the main thread for the whole session, which asyncio-using tests cannot share.
+# --durations: CI's time budget is spent in a few files; the slowest are printed each run.
 test-service: setup browser
-	$(BIN)/python -m pytest tests -q --ignore=tests/e2e
+	$(BIN)/python -m pytest tests -q --ignore=tests/e2e --durations=40
 	$(BIN)/python -m pytest tests/e2e -q
 
 # deploy/ rendered and validated against a pinned Kubernetes, compose.yaml against the
