@@ -24,6 +24,7 @@ class LogPage:
 
 
 def page_of_line(line_no: int, per_page: int = LINES_PER_PAGE) -> int:
+    """The page line ``line_no`` is on; of a log's line count, its last page."""
     return max(1, (line_no - 1) // per_page + 1)
 
 
@@ -89,7 +90,7 @@ def paginate_pieces(pieces: Iterable[bytes], page: int, per_page: int = LINES_PE
             if newline < 0:
                 break
             at, line = newline + 1, None
-    pages = max(1, -(-total // per_page))
+    pages = page_of_line(total, per_page)
     shown = kept if page <= pages else current
     page = min(page, pages)
     return LogPage(page, pages, (page - 1) * per_page + 1, [x.text() for x in shown], total,
@@ -101,7 +102,7 @@ def last_page(data: bytes, total_lines: int, size: int,
     """The last page of a log of ``total_lines`` lines and ``size`` bytes from ``data``,
     its last page's lines (``api/logs.read_last_page``): the same page ``paginate`` gives
     of the whole log, without the rest of it."""
-    pages = max(1, -(-total_lines // per_page))
+    pages = page_of_line(total_lines, per_page)
     lines = paginate_pieces([data], 1, per_page).lines
     return LogPage(pages, pages, (pages - 1) * per_page + 1, lines, total_lines, size,
                    bool(data) and not data.endswith(b"\n"))

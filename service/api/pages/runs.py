@@ -167,7 +167,7 @@ def _last_page(step: Step, page: int) -> LogPage | None:
     must not read the whole log); None for any other page or an uncounted log."""
     if page != LAST_PAGE:
         total = line_count(step)
-        if total is None or page < max(1, -(-total // LINES_PER_PAGE)):
+        if total is None or page < page_of_line(total):
             return None
     read = read_last_page(step, LINES_PER_PAGE)
     if read is None:
