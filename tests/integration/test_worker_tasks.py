@@ -64,6 +64,15 @@ def test_nightly_plan_creates_backend_x_targets_once_per_night(
         assert len(plan_nightly(s, PINS, NIGHT + dt.timedelta(days=1))) == 6
 
 
+def test_a_night_planned_days_late_still_sees_its_runs(engine: Engine, backends: None) -> None:
+    # A beat catching up, or a task redelivered after an outage, plans an old night now.
+    late = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=9)
+    with session_scope(engine) as s:
+        assert len(plan_nightly(s, PINS, late)) == 6
+    with session_scope(engine) as s:
+        assert plan_nightly(s, PINS, late) == []
+
+
 def test_rerun_creates_one_pending_run_with_the_failed_tests(
     engine: Engine, backends: None
 ) -> None:

@@ -33,8 +33,9 @@ def plan_nightly(session: Session, pins: list[str], night: dt.date) -> list[int]
         for backend_id, spec, info in session.execute(
             select(Run.backend_id, Run.torch_spec, Run.trigger_info).where(
                 Run.trigger == NIGHTLY,
+                # No upper bound: a night planned late (a redelivered task, a beat that
+                # catches up) must still see the runs already made for it.
                 Run.created_at >= window - dt.timedelta(days=1),
-                Run.created_at < window + dt.timedelta(days=2),
             )
         )
         if isinstance(info, dict) and info.get("night") == night.isoformat()
