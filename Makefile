@@ -61,8 +61,11 @@ test-backend: backend
 # The browser tests get a process of their own: Playwright's sync API keeps an event loop
 # running in the main thread for the whole session, which asyncio-using tests cannot share.
 # --durations: CI's time budget is spent in a few files; the slowest are printed each run.
+# -n: a serial run keeps one of two cores busy (builds wait on I/O, tests on processes they
+# start); whole files go to each process (loadfile), so a module's fixture is built once.
+TEST_PROCS ?= 2
 test-service: setup browser
-	$(BIN)/python -m pytest tests -q --ignore=tests/e2e --durations=40
+	$(BIN)/python -m pytest tests -q --ignore=tests/e2e --durations=40 -n $(TEST_PROCS) --dist loadfile
 	$(BIN)/python -m pytest tests/e2e -q
 
 # deploy/ rendered and validated against a pinned Kubernetes, compose.yaml against the

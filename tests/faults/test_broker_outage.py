@@ -19,9 +19,10 @@ from service.config import Settings
 from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
+from tests.support import redis_dbs
 from tests.support.tcp_proxy import TcpProxy
 
-REDIS_DB = 7  # the worker tests use 5
+REDIS_DB = redis_dbs.BROKER_OUTAGE
 
 
 @pytest.mark.redis

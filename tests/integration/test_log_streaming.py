@@ -23,6 +23,7 @@ from service.commands.runs import create_run, get_or_create_backend
 from service.config import Settings
 from service.db import session_scope
 from service.models import LogChunk, Step
+from tests.support import redis_dbs
 from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.live_server import free_port
 from tests.support.processes import Processes, uvicorn_api
@@ -75,7 +76,7 @@ def api(engine: Engine, tmp_path: Path) -> Iterator[str]:
         "OOTCI_HOME": str(tmp_path / "api-home"),
         "OOTCI_DATABASE_URL": str(engine.url.render_as_string(hide_password=False)),
         # Production's API dispatches through a broker; nothing is dispatched here.
-        "OOTCI_BROKER_URL": "redis://127.0.0.1:6379/11",
+        "OOTCI_BROKER_URL": redis_dbs.url(redis_dbs.LOG_STREAMING),
     }
     processes = Processes(tmp_path / "api-logs")
     url = f"http://127.0.0.1:{port}"

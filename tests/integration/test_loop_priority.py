@@ -20,6 +20,7 @@ from service.commands.backends import add_backend
 from service.db import make_engine
 from service.migrate import upgrade
 from service.models import Breakage, CulpritVerification, OutboxMessage, OutboxState, Run
+from tests.support import redis_dbs
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
 from tests.support.processes import Processes, celery_worker
@@ -31,7 +32,7 @@ pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 # A database of its own on the Redis server (test_outbox_worker uses 7).
-REDIS_URL = "redis://127.0.0.1:6379/8"
+REDIS_URL = redis_dbs.url(redis_dbs.LOOP_PRIORITY)
 NIGHT = dt.date(2026, 11, 27)
 
 

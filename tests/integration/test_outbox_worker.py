@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from service.db import make_engine
 from service.migrate import upgrade
 from service.models import Breakage, CulpritVerification, OutboxMessage, OutboxState
+from tests.support import redis_dbs
 from tests.support.fake_github import FakeGitHub
 from tests.support.processes import Processes, celery_worker
 from tests.support.upstream_rows import CASE, breakage_with_range
@@ -26,7 +27,7 @@ pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 # A database of its own on the Redis server: the run-distribution tests use 5.
-REDIS_URL = "redis://127.0.0.1:6379/7"
+REDIS_URL = redis_dbs.url(redis_dbs.OUTBOX_WORKER)
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher, InProcessDispatcher
 from service.migrate import upgrade
 from service.models import Base, Failure, Run, TestResult
+from tests.support import redis_dbs
 from tests.support.processes import Processes, celery_worker
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.waiting import empty_broker, wait_until
@@ -372,7 +373,7 @@ def test_a_backend_that_writes_into_the_torch_env_cannot_reach_the_next_one(
     engine.dispose()
 
 
-CELERY_REDIS_URL = "redis://127.0.0.1:6379/14"
+CELERY_REDIS_URL = redis_dbs.url(redis_dbs.SANDBOX_ATTACKS)
 
 
 def test_hostile_backend_is_contained_under_a_celery_worker(

@@ -21,12 +21,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import redis_dbs
 from tests.support.live_server import free_port
 from tests.support.paths import REPO_ROOT
 from tests.support.processes import Processes, celery_worker, uvicorn_api
 from tests.support.waiting import empty_broker, wait_until
 
-REDIS_URL = "redis://127.0.0.1:6379/13"
+REDIS_URL = redis_dbs.url(redis_dbs.SECRETS_SCRUBBED)
 API_TOKEN_IN_FILE = "api-token-from-file-5c1e"
 SECRETS = {
     "OOTCI_API_TOKEN": "api-token-in-env-7e2a",  # the *_FILE beats it

@@ -21,6 +21,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, ShardState, Step, TestResult, TestShard
+from tests.support import redis_dbs
 from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.processes import Processes, celery_worker
 from tests.support.pyonly import write_pyonly_backend
@@ -28,7 +29,7 @@ from tests.support.waiting import empty_broker, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_URL = redis_dbs.url(redis_dbs.TEST_SHARDS)
 LEASE_S = 60  # the smallest lease settings accept: the takeover test waits it out once
 
 # Six files of which one aborts the interpreter; each takes a couple of seconds, so both

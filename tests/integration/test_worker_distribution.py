@@ -33,6 +33,7 @@ from service.db import make_engine, session_scope
 from service.dispatch import CeleryDispatcher
 from service.migrate import upgrade
 from service.models import Run, RunState, TestResult
+from tests.support import redis_dbs
 from tests.support.fake_torch import build_wheel
 from tests.support.file_server import LOOPBACK_WHEELS_ENV, serve_directory
 from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
@@ -44,7 +45,7 @@ from tests.support.webhooks import FIXTURES, sign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REDIS_URL = "redis://127.0.0.1:6379/5"
+REDIS_URL = redis_dbs.url(redis_dbs.WORKER_DISTRIBUTION)
 SECRET = "integration-secret"
 TOKEN = "integration-token"
 LEASE_S = 60  # the smallest lease settings accept: the kill test waits this long once

@@ -19,6 +19,7 @@ from service.db import session_scope
 from service.domain.targets import nightly_targets
 from service.models import Run, RunState, SourceKind, TestResult, TorchBuild
 from service.queries.pins import newest_green_builds
+from tests.support import redis_dbs
 from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.pyonly import write_pyonly_backend
 from workers.jobs.nightly import plan_nightly
@@ -228,7 +229,7 @@ def test_beat_schedule_comes_from_settings_and_every_entry_expires() -> None:
 def test_celery_app_is_configured_for_at_least_once_delivery() -> None:
     from workers.celery_app import app, celery_config
 
-    conf = celery_config(Settings(broker_url="redis://127.0.0.1:6379/5", run_lease_s=900))
+    conf = celery_config(Settings(broker_url=redis_dbs.url(redis_dbs.WORKER_TASKS), run_lease_s=900))
     assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
     assert conf["worker_prefetch_multiplier"] == 1
     assert conf["accept_content"] == ["json"]

@@ -30,6 +30,7 @@ import pytest
 
 from service.db import make_engine
 from service.migrate import upgrade
+from tests.support import redis_dbs
 from tests.support.gates import gate_fixture  # noqa: F401 (the `gate` fixture)
 from tests.support.git_repos import Remote, make_remote, push_payload
 from tests.support.live_server import free_port
@@ -40,7 +41,7 @@ from tests.support.webhooks import sign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-REDIS_URL = "redis://127.0.0.1:6379/10"
+REDIS_URL = redis_dbs.url(redis_dbs.REHEARSAL)
 SECRET = "rehearsal-webhook-secret"
 TOKEN = "rehearsal-api-token"
 LEASE_S = 60  # the smallest lease settings accept: the take-over waits for it once

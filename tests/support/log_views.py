@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from service.commands.runs import create_run, get_or_create_backend
 from service.db import session_scope
 from service.models import Step, StepStatus
+from tests.support import redis_dbs
 from tests.support.live_server import free_port
 from tests.support.processes import Processes
 
@@ -66,7 +67,7 @@ class ApiProcess:
 def start_api(processes: Processes, database_url: str, home: Path) -> ApiProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
     env.update({"OOTCI_HOME": str(home), "OOTCI_DATABASE_URL": database_url,
-                "OOTCI_BROKER_URL": "redis://127.0.0.1:6379/15"})
+                "OOTCI_BROKER_URL": redis_dbs.url(redis_dbs.LOG_VIEWS)})
     port = free_port()
     proc = processes.start("api", [
         sys.executable, "-m", "uvicorn", "service.api.app:app_factory", "--factory",

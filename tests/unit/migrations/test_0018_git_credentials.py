@@ -8,8 +8,8 @@ from service.db import make_engine
 from service.migrate import upgrade
 
 
-def test_0018_strips_tokens_and_keeps_ssh_user_names(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_0018_strips_tokens_and_keeps_ssh_user_names(empty_db_url: str) -> None:
+    engine = make_engine(empty_db_url)
     upgrade(engine, "0015")
     sources = {
         1: "https://user:ghp_SECRET@github.com/acme/a.git",

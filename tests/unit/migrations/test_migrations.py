@@ -7,8 +7,8 @@ from service.migrate import downgrade, upgrade
 from service.models import Base
 
 
-def test_upgrade_downgrade_upgrade_matches_models(db_url: str) -> None:
-    engine = make_engine(db_url)
+def test_upgrade_downgrade_upgrade_matches_models(empty_db_url: str) -> None:
+    engine = make_engine(empty_db_url)
     upgrade(engine)
     tables = set(inspect(engine).get_table_names())
     assert set(Base.metadata.tables) <= tables
@@ -19,12 +19,12 @@ def test_upgrade_downgrade_upgrade_matches_models(db_url: str) -> None:
     engine.dispose()
 
 
-def test_models_and_migrations_agree(db_url: str) -> None:
+def test_models_and_migrations_agree(empty_db_url: str) -> None:
     """A model change without a migration fails here (autogenerate finds a diff)."""
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    engine = make_engine(db_url)
+    engine = make_engine(empty_db_url)
     upgrade(engine)
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
@@ -37,11 +37,11 @@ def test_models_and_migrations_agree(db_url: str) -> None:
 
 
 def test_0014_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_triage(
-    db_url: str,
+    empty_db_url: str,
 ) -> None:
     from sqlalchemy import text
 
-    engine = make_engine(db_url)
+    engine = make_engine(empty_db_url)
     upgrade(engine, "0013")
     with engine.begin() as conn:
         conn.execute(text(
@@ -72,12 +72,12 @@ def test_0014_makes_passed_runs_compatible_and_never_shows_a_rule_category_as_tr
                               "backend", False)
 
 
-def test_0015_rekeys_node_ids_and_adds_no_consequences_to_stored_failures(db_url: str) -> None:
+def test_0015_rekeys_node_ids_and_adds_no_consequences_to_stored_failures(empty_db_url: str) -> None:
     import json
 
     from sqlalchemy import text
 
-    engine = make_engine(db_url)
+    engine = make_engine(empty_db_url)
     upgrade(engine, "0015-1")  # the revision before it, whichever that is
     old = ".ootci/cache/sources/pyonly/nogit-0123abcd/tests/test_x.py::test_y[a/b]"
     git = "/w/cache/sources/vendor/0123456789abcdef01234567-89abcdef/tests/test_z.py::test_z"

@@ -11,8 +11,9 @@ import pytest
 import redis
 
 from service.dispatch import BrokerUnavailable, CeleryDispatcher, InProcessDispatcher
+from tests.support import redis_dbs
 
-REDIS_URL = "redis://127.0.0.1:6379/5"
+REDIS_URL = redis_dbs.url(redis_dbs.DISPATCH)
 
 
 def test_in_process_dispatcher_runs_the_executor_off_the_calling_thread() -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from service.db import make_engine
 from service.migrate import upgrade
+from tests.support import redis_dbs
 from tests.support.live_server import free_port
 from tests.support.paths import REPO_ROOT
 from tests.support.processes import Processes
@@ -78,7 +79,7 @@ def started(tmp_path: Path) -> Iterator[tuple[Processes, str, dict[str, str]]]:
     engine.dispose()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
     env.update({"OOTCI_HOME": str(tmp_path), "OOTCI_DATABASE_URL": f"sqlite:///{db}",
-                "OOTCI_BROKER_URL": "redis://127.0.0.1:6379/15"})
+                "OOTCI_BROKER_URL": redis_dbs.url(redis_dbs.FORWARDED_HEADERS)})
     processes = Processes(tmp_path / "logs")
     try:
         yield processes, str(tmp_path), env
