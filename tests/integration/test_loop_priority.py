@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +22,10 @@ from service.models import Breakage, CulpritVerification, OutboxMessage, OutboxS
 from tests.support import redis_dbs
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_torch import NightlyIndex
-from tests.support.processes import Processes, celery_worker
+from tests.support.processes import solo_worker
 from tests.support.pyonly import write_pyonly_backend
 from tests.support.upstream_rows import CASE, breakage_with_range
-from tests.support.waiting import empty_broker, wait_until
+from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -38,31 +37,17 @@ NIGHT = dt.date(2026, 11, 27)
 
 @pytest.fixture
 def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> Iterator[Celery]:
-    broker = empty_broker(REDIS_URL)
     index = NightlyIndex(tmp_path / "index")
     index.publish("2.14.0.dev20261127+cpu", "a" * 40, {})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    env.update({
-        "OOTCI_HOME": str(tmp_path / "home"),
+    with solo_worker("loop", REDIS_URL, tmp_path, {
         "OOTCI_DATABASE_URL": fresh_postgres_url,
-        "OOTCI_BROKER_URL": REDIS_URL,
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
         "OOTCI_NIGHTLY_INDEX_URL": index.url,
         "OOTCI_PINS": json.dumps(["installed"]),
         "OOTCI_RERUN_FAILED_TESTS": "false",
-    })
-    processes = Processes(tmp_path / "logs")
-    # One worker taking one task at a time: the order it takes them in is the queue's.
-    processes.start("worker", celery_worker("loop", pool="solo", concurrency=None), env)
-    client = Celery("ootci", broker=REDIS_URL)
-    client.conf.task_default_queue = "ootci"
-    try:
+    }) as client:
         yield client
-    finally:
-        processes.stop(grace_s=30)
-        broker.flushdb()
-        print(processes.tail())
 
 
 def test_a_runs_end_ranks_and_verifies_before_the_nights_next_run_is_claimed(

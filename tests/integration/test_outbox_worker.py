@@ -4,7 +4,6 @@ HTTP server speaking GitHub's REST API: delivered once through a 502, and a seco
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,39 +18,25 @@ from service.migrate import upgrade
 from service.models import Breakage, CulpritVerification, OutboxMessage, OutboxState
 from tests.support import redis_dbs
 from tests.support.fake_github import FakeGitHub
-from tests.support.processes import Processes, celery_worker
+from tests.support.processes import solo_worker
 from tests.support.upstream_rows import CASE, breakage_with_range
-from tests.support.waiting import empty_broker, wait_until
+from tests.support.waiting import wait_until
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-# A database of its own on the Redis server: the run-distribution tests use 5.
 REDIS_URL = redis_dbs.url(redis_dbs.OUTBOX_WORKER)
 
 
 @pytest.fixture
 def worker(fresh_postgres_url: str, fake_github: FakeGitHub, tmp_path: Path) -> Iterator[Celery]:
-    broker = empty_broker(REDIS_URL)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
-    env.update({
-        "OOTCI_HOME": str(tmp_path / "home"),
+    with solo_worker("outbox", REDIS_URL, tmp_path, {
         "OOTCI_DATABASE_URL": fresh_postgres_url,
-        "OOTCI_BROKER_URL": REDIS_URL,
         "OOTCI_GITHUB_API_URL": fake_github.url,
         "OOTCI_GITHUB_TOKEN": fake_github.token,
         "OOTCI_LABEL_UNVERIFIED": "true",  # labelled on its score, as before verification
-    })
-    processes = Processes(tmp_path / "logs")
-    processes.start("worker", celery_worker("outbox", pool="solo", concurrency=None), env)
-    client = Celery("ootci", broker=REDIS_URL)
-    client.conf.task_default_queue = "ootci"
-    try:
+    }) as client:
         yield client
-    finally:
-        processes.stop(grace_s=30)
-        broker.flushdb()
-        print(processes.tail())
 
 
 def test_a_worker_drains_the_outbox_once_through_a_502(

@@ -15,22 +15,19 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from evals.paths import CULPRIT_CASES
 from service.domain.pr_comment import MARKER
 from service.models import AuditEntry, Breakage
 from tests.support.cli import ootci_json as ootci
 from tests.support.fake_github import FakeGitHub
-from tests.support.fake_torch import NightlyIndex
-from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
+from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST
+from tests.support.nightly_loop import database_url, nightly_loop
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
 
 REPO = "pytorch/pytorch"
 LABEL = "module: PrivateUse1-break"
-CASE = CULPRIT_CASES / "allocate-const.json"  # its hidden culprit is #120969
-PR = 120969
-HEADER = "c10/core/Allocator.h"
+PR = 120969  # the hidden culprit of tests/support/nightly_loop.CASE
 
 Night = Callable[[int, str, str], dict[str, Any]]
 
@@ -38,30 +35,8 @@ Night = Callable[[int, str, str], dict[str, Any]]
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def loop(request: pytest.FixtureRequest, tmp_path: Path,
          fake_github: FakeGitHub) -> tuple[dict[str, str], Night, tuple[str, str]]:
-    base, head = fake_github.load_compare_case(CASE)
-    index = NightlyIndex(tmp_path / "index")
-    backend = write_header_backend(tmp_path / "vendor")
-    database = (str(request.getfixturevalue("fresh_postgres_url")) if request.param == "postgres"
-                else f"sqlite:///{tmp_path / 'ootci.db'}")
-    env = {
-        "OOTCI_HOME": str(tmp_path / "home"),
-        "OOTCI_DATABASE_URL": database,
-        "OOTCI_NIGHTLY_INDEX_URL": index.url,
-        "OOTCI_GITHUB_API_URL": fake_github.url,
-        "OOTCI_GITHUB_TOKEN": fake_github.token,
-        "OOTCI_LABEL_UNVERIFIED": "true",
-        "OOTCI_CULPRIT_VERIFY_TOP": "0",
-        "OOTCI_PUBLIC_URL": "https://ootci.example",
-    }
-
-    def night(day: int, git_version: str, header: str) -> dict[str, Any]:
-        index.publish(f"2.14.0.dev202611{day:02d}+cpu", git_version, {HEADER: header})
-        code, runs, err = ootci(env, "run", "--torch", "nightly", "--backend", str(backend),
-                                "--json")
-        assert runs is not None, err
-        return {"code": code, **runs[0]}
-
-    return env, night, (base, head)
+    world = nightly_loop(tmp_path, fake_github, database_url(request.param, tmp_path, request))
+    return world.env, world.night, (world.base, world.head)
 
 
 def _breakage_id(env: dict[str, str]) -> int:

@@ -6,25 +6,20 @@ on a real HTTP server speaking GitHub's REST API — once, edited later, resolve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from evals.paths import CULPRIT_CASES
 from service.domain.pr_comment import MARKER
 from tests.support.cli import ootci_json as ootci
 from tests.support.fake_github import FakeGitHub
-from tests.support.fake_torch import NightlyIndex
-from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend
+from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST
+from tests.support.nightly_loop import database_url, nightly_loop
 
 pytest_plugins = ["tests.support.github_fixtures"]
 pytestmark = pytest.mark.slow
 
 REPO = "pytorch/pytorch"
 LABEL = "module: PrivateUse1-break"
-# The culprit corpus case whose hidden PR makes Allocator::allocate const (#120969).
-CASE = CULPRIT_CASES / "allocate-const.json"
-HEADER = "c10/core/Allocator.h"
 
 
 
@@ -33,31 +28,9 @@ HEADER = "c10/core/Allocator.h"
 def test_green_red_red_fixed_labels_and_comments_the_culprit_pr_once(
     db: str, tmp_path: Path, fake_github: FakeGitHub, request: pytest.FixtureRequest
 ) -> None:
-    base, head = fake_github.load_compare_case(CASE)
-    index = NightlyIndex(tmp_path / "index")
-    backend = write_header_backend(tmp_path / "vendor")
-    database = (str(request.getfixturevalue("fresh_postgres_url")) if db == "postgres"
-                else f"sqlite:///{tmp_path / 'ootci.db'}")
-    env = {
-        "OOTCI_HOME": str(tmp_path / "home"),
-        "OOTCI_DATABASE_URL": database,
-        "OOTCI_NIGHTLY_INDEX_URL": index.url,
-        "OOTCI_GITHUB_API_URL": fake_github.url,
-        "OOTCI_GITHUB_TOKEN": fake_github.token,
-        # The score-only loop, as before verification (tests/integration/test_culprit_verify.py).
-        "OOTCI_LABEL_UNVERIFIED": "true",
-        "OOTCI_CULPRIT_VERIFY_TOP": "0",
-        "OOTCI_GITHUB_UNLABEL_ON_FIX": "true",
-        "OOTCI_PUBLIC_URL": "https://ootci.example",
-    }
-
-    def night(day: int, git_version: str, header: str) -> dict[str, Any]:
-        index.publish(f"2.14.0.dev202611{day:02d}+cpu", git_version, {HEADER: header})
-        code, runs, err = ootci(env, "run", "--torch", "nightly", "--backend", str(backend), "--json")
-        assert runs is not None, err
-        (run,) = runs
-        assert run["torch_build"]["git_version"] == git_version
-        return {"code": code, **run}
+    loop = nightly_loop(tmp_path, fake_github, database_url(db, tmp_path, request),
+                        OOTCI_GITHUB_UNLABEL_ON_FIX="true")
+    env, night, base, head = loop.env, loop.night, loop.base, loop.head
 
     green = night(20, base, ALLOCATOR_H)
     assert green["code"] == 0 and green["state"] == "passed"

@@ -17,14 +17,18 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
+if TYPE_CHECKING:
+    from celery import Celery
+
 from tests.support.paths import REPO_ROOT
-from tests.support.waiting import wait_until
+from tests.support.waiting import empty_broker, wait_until
 
 
 def celery_worker(
@@ -113,3 +117,27 @@ class Processes:
         self.signal(signal.SIGKILL, running_only=False)
         for proc in self.procs.values():
             proc.wait()
+
+
+@contextlib.contextmanager
+def solo_worker(
+    name: str, broker_url: str, tmp: Path, settings: Mapping[str, str]
+) -> Iterator[Celery]:
+    """One real Celery worker taking one task at a time (so the order it takes them in is
+    the queue's), configured by ``settings`` (OOTCI_* variables; none leak in from this
+    process), and a client of its queue. The broker's database is empty before and after."""
+    from celery import Celery
+
+    broker = empty_broker(broker_url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOTCI_")}
+    env.update({"OOTCI_HOME": str(tmp / "home"), "OOTCI_BROKER_URL": broker_url, **settings})
+    processes = Processes(tmp / "logs")
+    processes.start("worker", celery_worker(name, pool="solo", concurrency=None), env)
+    client = Celery("ootci", broker=broker_url)
+    client.conf.task_default_queue = "ootci"
+    try:
+        yield client
+    finally:
+        processes.stop(grace_s=30)
+        broker.flushdb()
+        print(processes.tail())
