@@ -127,6 +127,12 @@ class Settings(BaseSettings):
         "default <cache_dir>/packages. A volume shared by a deployment's workers shares each "
         "wheel's first fetch; on another filesystem than the cache dir envs are copies.",
     )
+    ccache_root: Path | None = Field(
+        None,
+        description="Where each backend's compiler cache lives (one dir per backend name below "
+        "it); default <cache_dir>/ccache. A volume shared by a deployment's workers lets a "
+        "build reuse what another worker compiled for the same backend.",
+    )
     infra_retries: int = Field(
         2, ge=0, le=10,
         description="A queued run whose attempt failed on infrastructure (pip, network, disk) "
@@ -408,6 +414,10 @@ class Settings(BaseSettings):
     @property
     def resolved_cache_dir(self) -> Path:
         return (self.cache_dir or self.home / "cache").resolve()
+
+    @property
+    def resolved_ccache_root(self) -> Path:
+        return (self.ccache_root or self.resolved_cache_dir / "ccache").resolve()
 
     @property
     def resolved_package_cache_dir(self) -> Path:

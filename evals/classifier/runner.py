@@ -115,8 +115,10 @@ def _worker_environ(settings: Settings, work_root: Path, case_dir: Path) -> dict
         # mutant changed is compiled again. The cache itself outlives the corpus run.
         "CCACHE_BASEDIR": str(work_root),
         "CCACHE_NOHASHDIR": "1",
-        "CCACHE_DIR": os.environ.get("CCACHE_DIR",
-                                     str(settings.resolved_cache_dir / "corpus-ccache")),
+        # The build step puts ccache in the backend's own dir under this root: one root
+        # for every case, or each case's own cache dir would make every mutant a cold build.
+        "OOTCI_CCACHE_ROOT": os.environ.get("OOTCI_CCACHE_ROOT",
+                                            str(settings.resolved_cache_dir / "corpus-ccache")),
     })
     if "CMAKE_TOOLCHAIN_FILE" not in env:
         # ccache cannot reuse a compile that uses a precompiled header built in another

@@ -73,7 +73,7 @@ def ccache_dir_for(settings: Settings, recipe: Recipe) -> Path:
     without compiling it: whoever can write the cache can put code into every build that
     reads it. Builds of one backend (one author's code, any torch) may share theirs; two
     backends never do, so one backend's build cannot plant objects in another's."""
-    return settings.resolved_cache_dir / "ccache" / recipe.name
+    return settings.resolved_ccache_root / recipe.name
 
 
 def build_sandbox(
