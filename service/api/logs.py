@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, object_session
 
+from service.domain.log_index import seek_point
 from service.models import Step, StepStatus
 from service.queries.log_chunks import (
     stored_pieces,
@@ -17,6 +18,7 @@ from service.queries.log_chunks import (
     streamed_line_count,
     streamed_pieces,
     streamed_range,
+    streamed_seek,
     streamed_size,
 )
 
@@ -196,6 +198,45 @@ def read_last_page(step: Step, per_page: int) -> tuple[LogSlice, int] | None:
         return None
     return _streamed_tail(session, step.id, size, _last_page_lines(total, per_page),
                           complete=not running), total
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """What a page of a log is read from (``pages/logview.page_from``): ``pieces`` start
+    ``skip`` newlines before the page's first line; the log has ``total`` lines and
+    ``size`` bytes as of this read."""
+
+    pieces: Iterator[bytes]
+    skip: int
+    total: int
+    size: int
+
+
+def read_page(step: Step, first_line: int) -> PageRead | None:
+    """Where the page starting at line ``first_line`` (1-based) is read from, without
+    reading what comes before it: an ended step's log inflated from the nearest flush
+    point before that line (``steps.log_index``; a log stored unindexed, from its start,
+    up to the page only), a running step's from the chunk holding the newline before it
+    (``log_chunks.newlines``). None when the log's lines were never counted: page it by
+    reading through."""
+    running = step.status in (StepStatus.RUNNING, StepStatus.PENDING)
+    session = object_session(step)
+    if session is None:
+        return None
+    if not running and step.log_size is not None:
+        if step.log_lines is None:
+            return None
+        point = seek_point(step.log_index, first_line)
+        pieces = stored_pieces(session, step.id, start=point.compressed if point else None)
+        before = point.newlines_before if point else 0
+        return PageRead(pieces, first_line - 1 - before, step.log_lines, step.log_size)
+    size = streamed_size(session, step.id)
+    total = streamed_line_count(session, step.id, size)
+    if total is None:
+        return None
+    start, before = streamed_seek(session, step.id, first_line, size)
+    return PageRead(streamed_pieces(session, step.id, size, start), first_line - 1 - before,
+                    total, size)
 
 
 def _last_page_lines(total: int, per_page: int) -> int:

@@ -8,7 +8,7 @@ is one attempt's (a new attempt deletes the old rows), so its chunks go with it.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, ForeignKey, Integer, LargeBinary
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base
@@ -16,6 +16,9 @@ from service.models.base import Base
 
 class LogChunk(Base):
     __tablename__ = "log_chunks"
+    # The counts without the bytes (migration 0026): a running log's line count and a
+    # page's seek read only this index.
+    __table_args__ = (Index("ix_log_chunks_lines", "step_id", "seq", "start", "stop", "newlines"),)
 
     step_id: Mapped[int] = mapped_column(
         ForeignKey("steps.id", ondelete="CASCADE"), primary_key=True

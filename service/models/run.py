@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     Float,
@@ -24,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from service.domain.log_index import compress_indexed
 from service.domain.states import RunState, StepStatus
 from service.models.base import Base, utcnow
 from service.models.masked import MaskedJSON, MaskedString, MaskedText
@@ -202,12 +204,16 @@ class Step(Base):
     # Lines in the stored log as a log page counts them (a last line without a newline
     # counts); None for a log stored before it was counted.
     log_lines: Mapped[int | None] = mapped_column(BigInteger)
+    # Where the compressed log can be inflated from mid-way (``domain/log_index.py``): a
+    # page in the middle is read from the nearest point before it. None for a log stored
+    # before it was indexed (read from its start).
+    log_index: Mapped[list[Any] | None] = mapped_column(JSON, deferred=True)
     summary: Mapped[str | None] = mapped_column(MaskedText)
 
     run: Mapped[Run] = relationship(back_populates="step_rows")
 
     def store_log(self, data: bytes) -> None:
-        self.log_compressed = zlib.compress(data, 6)
+        self.log_compressed, self.log_index = compress_indexed(data)
         self.log_size = len(data)
         self.log_lines = line_count(data)
         self.log_tail = data[_tail_from(data):]

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.domain.log_index import RAW_DEFLATE
 from service.models import LogChunk, Step
 
 # What one query reads of the stored compressed log, and the largest inflated piece: a
@@ -57,16 +58,20 @@ def streamed_backwards(session: Session, step_id: int) -> Iterator[tuple[int, by
             yield at, data
 
 
-def streamed_pieces(session: Session, step_id: int, end: int) -> Iterator[bytes]:
-    """Bytes 0 to ``end`` of the streamed log, a page of chunks per query, in order."""
+def streamed_pieces(session: Session, step_id: int, end: int, start: int = 0) -> Iterator[bytes]:
+    """Bytes ``start`` to ``end`` of the streamed log, in order, a few chunks per query at
+    first and more as the reader keeps reading: a log page wants a chunk or two, a download
+    all of them (every row of a query is in hand at once)."""
     after = -1
-    at = 0
+    at = start
+    batch = 2
     while at < end:
         rows = session.execute(
             select(LogChunk.seq, LogChunk.start, LogChunk.data)
-            .where(LogChunk.step_id == step_id, LogChunk.seq > after)
-            .order_by(LogChunk.seq).limit(_CHUNKS_PER_QUERY)
+            .where(LogChunk.step_id == step_id, LogChunk.seq > after, LogChunk.stop > start)
+            .order_by(LogChunk.seq).limit(batch)
         ).all()
+        batch = min(batch * 2, _CHUNKS_PER_QUERY)
         if not rows:
             return
         for seq, start, data in rows:
@@ -79,29 +84,57 @@ def streamed_pieces(session: Session, step_id: int, end: int) -> Iterator[bytes]
                 return
 
 
-def stored_pieces(session: Session, step_id: int, *, piece: int = PIECE) -> Iterator[bytes]:
-    """The stored log inflated in pieces of at most ``piece`` bytes. The compressed column
-    is read in slices, never loaded whole: its size is a tenth of the log's or more, and
-    every concurrent reader would hold one."""
-    inflater = zlib.decompressobj()
-    for data in _compressed_slices(session, step_id):
+def streamed_seek(session: Session, step_id: int, line: int, size: int) -> tuple[int, int]:
+    """Where to start reading the streamed log (its first ``size`` bytes) for line
+    ``line`` (1-based): the start of the chunk holding the newline before that line, and
+    the newlines before that chunk, from the chunks' counts alone (no chunk is read). A
+    chunk written uncounted makes it (0, 0): read from the start."""
+    if line <= 1:
+        return 0, 0
+    before = func.sum(LogChunk.newlines).over(order_by=LogChunk.seq)
+    running = (
+        select(LogChunk.start.label("start"), LogChunk.newlines.label("newlines"),
+               before.label("upto"))
+        .where(LogChunk.step_id == step_id, LogChunk.stop <= size)
+        .subquery()
+    )
+    found = session.execute(
+        select(running.c.start, running.c.upto - running.c.newlines)
+        .where(running.c.upto >= line - 1).order_by(running.c.start).limit(1)
+    ).first()
+    if found is None or found[1] is None:
+        return 0, 0
+    return int(found[0]), int(found[1])
+
+
+def stored_pieces(
+    session: Session, step_id: int, *, piece: int = PIECE, start: int | None = None,
+) -> Iterator[bytes]:
+    """The stored log inflated in pieces of at most ``piece`` bytes; from ``start``, a
+    flush point's offset in the compressed bytes (``domain/log_index.py``), as raw deflate
+    from there. The compressed column is read in slices, never loaded whole: its size is a
+    tenth of the log's or more, and every concurrent reader would hold one."""
+    inflater = zlib.decompressobj() if start is None else zlib.decompressobj(RAW_DEFLATE)
+    for data in _compressed_slices(session, step_id, start or 0):
         pending = data
-        while pending:
+        while pending and not inflater.eof:
             out = inflater.decompress(pending, piece)
             pending = inflater.unconsumed_tail
             if out:
                 yield out
+        if inflater.eof:
+            return  # the deflate stream's end (a raw one's is followed by zlib's trailer)
     rest = inflater.flush()
     if rest:
         yield rest
 
 
-def _compressed_slices(session: Session, step_id: int) -> Iterator[bytes]:
+def _compressed_slices(session: Session, step_id: int, start: int = 0) -> Iterator[bytes]:
     if session.get_bind().dialect.name == "sqlite":
-        yield from _sqlite_blob_slices(session, step_id)
+        yield from _sqlite_blob_slices(session, step_id, start)
         return
     # Postgres returns just the slice (substring of a bytea, de-TOASTed server-side).
-    position = 1  # substr counts from 1
+    position = start + 1  # substr counts from 1
     while True:
         data = session.scalar(
             select(func.substr(Step.log_compressed, position, COMPRESSED_SLICE))
@@ -115,7 +148,7 @@ def _compressed_slices(session: Session, step_id: int) -> Iterator[bytes]:
             return
 
 
-def _sqlite_blob_slices(session: Session, step_id: int) -> Iterator[bytes]:
+def _sqlite_blob_slices(session: Session, step_id: int, start: int = 0) -> Iterator[bytes]:
     """SQLite's substr() reads the whole value for every slice; its incremental blob I/O
     reads only the pages asked for."""
     # length() reads the value's header only; "IS NULL" would load the whole blob.
@@ -124,6 +157,7 @@ def _sqlite_blob_slices(session: Session, step_id: int) -> Iterator[bytes]:
     raw = session.connection().connection.driver_connection
     assert raw is not None
     with raw.blobopen("steps", "log_compressed", step_id, readonly=True) as blob:
+        blob.seek(start)
         while data := blob.read(COMPRESSED_SLICE):
             yield data
 
@@ -138,9 +172,10 @@ def streamed_line_count(session: Session, step_id: int, size: int) -> int | None
     ).one()
     if counted != chunks:
         return None
+    # By seq (the key), not stop: ordering by an unindexed column reads every row.
     last = session.execute(
         select(LogChunk.stop, LogChunk.data).where(LogChunk.step_id == step_id)
-        .order_by(LogChunk.stop.desc()).where(LogChunk.stop <= size).limit(1)
+        .order_by(LogChunk.seq.desc()).where(LogChunk.stop <= size).limit(1)
     ).first()
     if last is None:
         return 0 if size == 0 else None

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import Engine
 
+from service.commands.log_chunks import append_log_chunk
 from service.commands.runs import create_run, get_or_create_backend
 from service.db import session_scope
 from service.models import Step, StepStatus
@@ -36,18 +37,49 @@ def build_log(size: int) -> bytes:
     return "".join(lines).encode()[:size]
 
 
-def store_step_log(engine: Engine, data: bytes) -> int:
-    """A finished run whose build step stored ``data``; its run id."""
+def store_step_log(engine: Engine, data: bytes, *, as_stored_now: bool = False) -> int:
+    """A finished run whose build step stored ``data``; its run id. By default as a log
+    stored before its lines were counted and indexed (the worst case: read through); with
+    ``as_stored_now`` as the worker stores it today (``Step.store_log``)."""
     with session_scope(engine) as s:
         backend = get_or_create_backend(s, "acme", "/srv/acme")
         run = create_run(s, backend, "installed", trigger="cli")
         s.flush()
         step = Step(run_id=run.id, name="build", status=StepStatus.FAILED)
-        step.log_compressed = zlib.compress(data, 6)
-        step.log_size = len(data)
-        step.log_tail = data[-64 * 1024:]
+        if as_stored_now:
+            step.store_log(data)
+        else:
+            step.log_compressed = zlib.compress(data, 6)
+            step.log_size = len(data)
+            step.log_tail = data[-64 * 1024:]
         s.add(step)
         return run.id
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stream_step_log(engine: Engine, data: bytes, chunk: int = 64 * 1024) -> int:
+    """A run whose build step is still running and has streamed ``data`` to ``log_chunks``
+    in rows of ``chunk`` bytes (the worker's batch size), each with its newline count; its
+    run id."""
+    with session_scope(engine) as s:
+        backend = get_or_create_backend(s, "acme", "/srv/acme")
+        run = create_run(s, backend, "installed", trigger="cli")
+        s.flush()
+        step = Step(run_id=run.id, name="build", status=StepStatus.RUNNING)
+        s.add(step)
+        s.flush()
+        step_id, run_id = step.id, run.id
+    for first in range(0, len(data), 256 * chunk):  # a few MB per transaction
+        with session_scope(engine) as s:
+            for seq, at in enumerate(range(first, min(len(data), first + 256 * chunk), chunk),
+                                     start=first // chunk):
+                append_log_chunk(s, step_id, seq, at, data[at:at + chunk])
+    return run_id
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -97,6 +97,51 @@ def paginate_pieces(pieces: Iterable[bytes], page: int, per_page: int = LINES_PE
                    size, bool(size) and last != b"\n")
 
 
+def page_from(pieces: Iterable[bytes], skip: int, page: int, total_lines: int, size: int,
+              per_page: int = LINES_PER_PAGE) -> LogPage:
+    """Page ``page`` of a log of ``total_lines`` lines and ``size`` bytes, read from
+    ``pieces`` that start ``skip`` newlines before the page's first line
+    (``api/logs.read_page``: the nearest seek point before it): the same page ``paginate``
+    gives of the whole log, and nothing after the page is read. Holds one page of lines."""
+    pages = page_of_line(total_lines, per_page)
+    page = min(max(1, page), pages)
+    lines: list[_Line] = []
+    line: _Line | None = None
+    last = b""
+    for data in pieces:
+        if not data:
+            continue
+        last = data[-1:]
+        at = 0
+        while skip and at < len(data):
+            newline = data.find(b"\n", at)
+            if newline < 0:
+                at = len(data)
+                break
+            at, skip = newline + 1, skip - 1
+        view = memoryview(data)
+        while at < len(data):
+            if line is None:
+                if len(lines) == per_page:
+                    return _page(page, pages, per_page, lines, total_lines, size, partial=False)
+                line = _Line()
+                lines.append(line)
+            newline = data.find(b"\n", at)
+            stop = len(data) if newline < 0 else newline
+            line.add(view[at:stop])
+            if newline < 0:
+                break
+            at, line = newline + 1, None
+    return _page(page, pages, per_page, lines, total_lines, size,
+                 partial=bool(lines) and last != b"\n")
+
+
+def _page(page: int, pages: int, per_page: int, lines: list[_Line], total: int, size: int, *,
+          partial: bool) -> LogPage:
+    return LogPage(page, pages, (page - 1) * per_page + 1, [x.text() for x in lines], total,
+                   size, partial)
+
+
 def last_page(data: bytes, total_lines: int, size: int,
               per_page: int = LINES_PER_PAGE) -> LogPage:
     """The last page of a log of ``total_lines`` lines and ``size`` bytes from ``data``,

@@ -11,12 +11,13 @@ from sqlalchemy import select
 from starlette.responses import HTMLResponse, JSONResponse
 
 from service.api.deps import ContextDep, SessionDep
-from service.api.logs import LogStream, line_count, read_last_page, stream_log
+from service.api.logs import LogStream, line_count, read_last_page, read_page, stream_log
 from service.api.pages.logview import (
     LAST_PAGE,
     LINES_PER_PAGE,
     LogPage,
     last_page,
+    page_from,
     page_of_line,
     paginate_pieces,
 )
@@ -151,7 +152,7 @@ def step_log(
     if page is None:
         # A step still writing its log opens at its end, where the new lines arrive.
         page = page_of_line(hl) if hl else (1 if log.complete else LAST_PAGE)
-    view = _last_page(step, page) or paginate_pieces(log.pieces, page)
+    view = _last_page(step, page) or _seeked_page(step, page) or paginate_pieces(log.pieces, page)
     return render(request, "log.html", {
         "page_title": f"Run {run_id} · {name} log",
         "run_id": run_id,
@@ -174,6 +175,18 @@ def _last_page(step: Step, page: int) -> LogPage | None:
         return None
     tail, total = read
     return last_page(tail.data, total, tail.size)
+
+
+def _seeked_page(step: Step, page: int) -> LogPage | None:
+    """Any other page read from the nearest point before it, never from the log's start
+    (issue #33: memory and time in proportion to the page, not to where it is); None for
+    an uncounted log."""
+    if page == LAST_PAGE:
+        return None  # past the end of an uncounted log: only a read through finds it
+    read = read_page(step, (page - 1) * LINES_PER_PAGE + 1)
+    if read is None:
+        return None
+    return page_from(read.pieces, read.skip, page, read.total, read.size)
 
 
 def _follow(run_id: int, name: str, log: LogStream, view: LogPage) -> dict[str, Any] | None:

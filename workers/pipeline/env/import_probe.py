@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.pipeline.isolation.sandbox import StepSandbox
+from workers.pipeline.isolation.sandbox import StepSandbox, run_captured
 
 INNERMOST_MARKER = "ootci-probe: innermost cause:"
 # The probe's exit code for "the import raised": anything else is the interpreter dying.
@@ -96,15 +96,13 @@ def probe_import(
     timeout_s: float = 300,
 ) -> ProbeResult:
     """Import ``module`` with ``python`` in ``environ`` from ``neutral_dir`` (created empty
-    if missing). Raises OSError / TimeoutExpired when the interpreter cannot be run."""
+    if missing). Raises OSError / TimeoutExpired when the interpreter cannot be run, and
+    ``SandboxUnusable`` when the ``sandbox`` cannot be set up."""
     neutral_dir.mkdir(parents=True, exist_ok=True)
     command = [str(python), "-P", "-c", _SCRIPT, module, INNERMOST_MARKER, str(RAISED)]
     env = {**environ, "PYTHONSAFEPATH": "1"}
-    proc = subprocess.run(
-        sandbox.command(command, neutral_dir) if sandbox else command,
-        cwd=neutral_dir, env=env, capture_output=True, text=True, timeout=timeout_s,
-        preexec_fn=sandbox.preexec() if sandbox else None,
-    )
+    # Sealed, bwrap's own failure to start it is SandboxUnusable, never a failed import.
+    proc = run_captured(sandbox, command, cwd=neutral_dir, env=env, timeout_s=timeout_s)
     output = (proc.stdout + proc.stderr).strip()
     innermost = None
     if proc.returncode == RAISED:

@@ -53,7 +53,7 @@ from workers.pipeline.env.resolve import Artifact, resolve
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.errors import ProvisionError, SpecError, TorchUnusable
 from workers.pipeline.isolation.procs import child_env, run_streaming
-from workers.pipeline.isolation.sandbox import StepSandbox, hand_over
+from workers.pipeline.isolation.sandbox import StepSandbox, hand_over, run_captured
 from workers.pipeline.logs.sink import LogSink
 
 # What every backend suite can count on besides torch.
@@ -106,15 +106,13 @@ def _probe_in(
     scratch = str(sandbox.tmp) if sandbox is not None and sandbox.tmp is not None else None
     with tempfile.TemporaryDirectory(prefix="ootci-probe-", dir=scratch) as tmp:
         neutral = Path(tmp)
-        command = [str(python), "-c", _PROBE]
         if sandbox is not None:
             sandbox.own_dir(neutral)
-            command = sandbox.command(command, neutral)
         try:
-            proc = subprocess.run(
-                command, cwd=neutral, env=environ, capture_output=True, text=True,
-                timeout=600, preexec_fn=sandbox.preexec() if sandbox is not None else None,
-            )
+            # bwrap failing to start it (SandboxUnusable, infra) is never "torch does not
+            # import" (TorchUnusable, upstream's).
+            proc = run_captured(sandbox, [str(python), "-c", _PROBE], cwd=neutral,
+                                env=environ, timeout_s=600)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ProvisionError(f"cannot run {python} to import torch for {what}: {exc}") from None
         for line in proc.stdout.splitlines():

@@ -192,6 +192,12 @@ class SetupWitness:
         with contextlib.suppress(OSError):
             os.close(self.fd)
 
+    def discard(self) -> None:
+        """The command never ran to an end we can judge (it could not be started, or timed
+        out): close the read end unread."""
+        with contextlib.suppress(OSError):
+            os.close(self._read)
+
     def never_started(self, returncode: int) -> bool:
         """After the process ended: did bwrap give up before the command ran?"""
         os.set_blocking(self._read, False)

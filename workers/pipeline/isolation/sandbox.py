@@ -48,7 +48,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -391,6 +391,15 @@ class StepSandbox:
         ``infra-sandbox`` rule reads (never the log, which the step writes)."""
         return f"{LOG_PREFIX} cannot set up the sandbox: {reason}"
 
+    def unstarted(self, setup_failure: str | None,
+                  log: Callable[[str], object] | None = None) -> None:
+        """Raise ``SandboxUnusable`` with bwrap's reason when its status pipe said the
+        command never started (``ProcResult.setup_failure``): what would otherwise read as
+        the command's own exit 1 (a failed suite, a torch that does not import) is the
+        machine's. The build keeps it as its step's evidence instead (``steps/build.py``)."""
+        if setup_failure is not None:
+            self._refuse(self.setup_failed(setup_failure), log)
+
     def _covered(self) -> tuple[Path, ...]:
         """Dirs whose contents the sandbox replaces: hidden ones, and /tmp."""
         return (*self.hidden, *([_TMP] if self.tmp is not None else []))
@@ -478,6 +487,39 @@ class StepSandbox:
             parts.append("private netns (no network, loopback up)")
         parts.append(f"uid {uid}")
         return f"{LOG_PREFIX} " + ", ".join(parts + list(self.notes))
+
+
+def run_captured(
+    sandbox: StepSandbox | None, cmd: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+    timeout_s: float,
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` of ``cmd`` (its output captured as text) in ``sandbox``, for the
+    short sealed commands that are not a step's streamed log: provision's and the test
+    step's import probes, the env's facts, the conformance suite's import. bwrap reports on
+    its status pipe whether it started the command; when it did not, the exit is bwrap's
+    (1, like a failed import) and ``SandboxUnusable`` says so with bwrap's last line.
+    Raises OSError / TimeoutExpired like ``subprocess.run``."""
+    if sandbox is None:
+        return subprocess.run(list(cmd), cwd=cwd, env=dict(env), capture_output=True,
+                              text=True, timeout=timeout_s)
+    witness = sandbox.witness()
+    try:
+        proc = subprocess.run(
+            sandbox.command(cmd, cwd, witness), cwd=cwd, env=dict(env), capture_output=True,
+            text=True, timeout=timeout_s, preexec_fn=sandbox.preexec(),
+            pass_fds=(witness.fd,) if witness is not None else (),
+        )
+    except BaseException:
+        if witness is not None:
+            witness.started_in_parent()
+            witness.discard()
+        raise
+    if witness is not None:
+        witness.started_in_parent()
+        if witness.never_started(proc.returncode):
+            said = proc.stderr.strip().splitlines() or [f"bwrap exited {proc.returncode}"]
+            sandbox.unstarted(said[-1])
+    return proc
 
 
 class DiskBudget:

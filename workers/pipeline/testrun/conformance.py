@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from service.commands.conformance import MechanismCounts
 from service.domain.states import Outcome, StepStatus
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, run_streaming
-from workers.pipeline.isolation.sandbox import StepSandbox, hand_over
+from workers.pipeline.isolation.sandbox import StepSandbox, hand_over, run_captured
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
@@ -70,23 +69,24 @@ def install_suite(env: TorchEnv, work_dir: Path, log: LogSink,
                "--no-deps", "--no-index", "--no-build-isolation", "--force-reinstall", str(copy)]
     probe = [str(env.python), "-P", "-c",
              "import os, ootci_conformance as m; print(os.path.dirname(os.path.dirname(m.__file__)))"]
-    preexec = None
+    preexec = witness = None
     if sandbox is not None:
         if sandbox.uid is not None and os.geteuid() == 0:
             hand_over(copy, sandbox.uid)  # pip builds in the copy, as the step's uid
         installing = sandbox.installing_into(env.venv_dir)
-        command, probe = installing.command(command, work_dir), sandbox.command(probe, work_dir)
+        witness = installing.witness()
+        command = installing.command(command, work_dir, witness)
         preexec = installing.preexec()
     log.write(f"ootci: installing the conformance suite from {SUITE_DIR}")
     result = run_streaming(command, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
-                           log=log, timeout_s=600, preexec_fn=preexec)
+                           log=log, timeout_s=600, preexec_fn=preexec, witness=witness)
+    if sandbox is not None:
+        # bwrap's exit 1 is not pip's: the step is an infra error, not "install failed".
+        sandbox.unstarted(result.setup_failure, log.write)
     if result.returncode != 0:
         raise SuiteInstallError(f"installing the conformance suite failed (exit {result.returncode})")
-    where = subprocess.run(
-        probe, cwd=work_dir, env=child_env({}, pythonpath_front=env.pythonpath),
-        capture_output=True, text=True, timeout=120,
-        preexec_fn=sandbox.preexec() if sandbox is not None else None,
-    )
+    where = run_captured(sandbox, probe, cwd=work_dir,
+                         env=child_env({}, pythonpath_front=env.pythonpath), timeout_s=120)
     if where.returncode != 0 or not where.stdout.strip():
         raise SuiteInstallError(f"the installed conformance suite cannot be imported: {where.stderr}")
     return Path(where.stdout.strip())

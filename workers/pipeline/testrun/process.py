@@ -271,8 +271,9 @@ class PytestRunner:
             f"a test ran longer than {self.per_test_s} s",
         )
         self.log.write(f"ootci: pytest run {attempt} ({junit.name})")
+        witness = self.sandbox.witness() if self.sandbox is not None else None
         if self.sandbox is not None:
-            command = self.sandbox.command(command, self.recipe.source_dir)
+            command = self.sandbox.command(command, self.recipe.source_dir, witness)
         first_line = self.log.lines_written
         proc = run_streaming(
             command,
@@ -282,7 +283,12 @@ class PytestRunner:
             timeout_s=max(self.remaining_s(), 1.0),
             watchdog=combine(watchdog, self.disk_budget),
             preexec_fn=self.sandbox.preexec() if self.sandbox is not None else None,
+            witness=witness,
         )
+        if self.sandbox is not None:
+            # bwrap's exit 1 would read as pytest's "tests failed" with none recorded (or, on
+            # a restart, as the suite's end): the step is the machine's infra error instead.
+            self.sandbox.unstarted(proc.setup_failure, self.log.write)
         limit = limit_tripped(proc, self.disk_budget)
         if limit is not None and self.disk_budget is not None and self.disk_budget.tripped:
             self.step_killed = limit  # the run's dirs are full: no point restarting

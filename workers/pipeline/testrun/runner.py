@@ -35,7 +35,7 @@ from workers.pipeline.env.import_probe import decisive_text, probe_import, witho
 from workers.pipeline.env.requirements import already_satisfied, install_requirements
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.procs import child_env, describe_signal
-from workers.pipeline.isolation.sandbox import StepSandbox
+from workers.pipeline.isolation.sandbox import StepSandbox, run_captured
 from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
@@ -247,15 +247,8 @@ def env_facts(env: TorchEnv, sandbox: StepSandbox | None = None) -> EnvFacts | N
     command = [str(env.python), "-P", "-c", _FACTS]  # -P: the cwd cannot shadow the env
     cwd = env.python.parent  # the sandbox uid can read the env, maybe not our own cwd
     try:
-        proc = subprocess.run(
-            sandbox.command(command, cwd) if sandbox else command,
-            cwd=cwd,
-            env=child_env({}, pythonpath_front=env.pythonpath),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            preexec_fn=sandbox.preexec() if sandbox else None,
-        )
+        proc = run_captured(sandbox, command, cwd=cwd,
+                            env=child_env({}, pythonpath_front=env.pythonpath), timeout_s=120)
     except (OSError, subprocess.TimeoutExpired):
         return None  # the test run itself will report the broken interpreter
     for line in proc.stdout.splitlines():
