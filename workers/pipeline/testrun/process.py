@@ -18,7 +18,7 @@ import re
 import shlex
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,7 @@ def plugin_environ(
     timeout_args: list[str],
     build_dir: Path | None,
     id_files: dict[str, str],
+    compile_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     # --rootdir: node ids are relative to the backend's tree whatever config pytest finds
     # above it (a checkout holding ./.ootci), never to a run tree's cache path, so a test
@@ -144,6 +145,7 @@ def plugin_environ(
     addopts = shlex.join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors",
                           f"--rootdir={recipe.source_dir}", *timeout_args])
     overrides = {
+        **(compile_env or {}),  # the run's compile cache; a recipe's own choice wins
         **recipe.test_env,
         "OOTCI_RESULTS": str(results),
         "OOTCI_ATTEMPT": str(attempt),
@@ -209,6 +211,7 @@ class PytestRunner:
         sandbox: StepSandbox | None = None,
         ignore_files: Path | None = None,
         deadline: float | None = None,
+        compile_env: Mapping[str, str] | None = None,
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
         self.sandbox = sandbox
@@ -217,6 +220,7 @@ class PytestRunner:
         self.disk_budget: DiskBudget | None = sandbox.disk_budget() if sandbox else None
         self.only = only  # node ids every run is limited to; None = the whole suite
         self.ignore_files = ignore_files  # files of the other parts of a parallel step
+        self.compile_env = dict(compile_env or {})
         self.per_test_s = per_test_s
         self.timeout_args = timeout_args
         self.build_dir = build_dir
@@ -261,6 +265,7 @@ class PytestRunner:
             self.timeout_args,
             self.build_dir,
             id_files,
+            self.compile_env,
         )
         command = expand(self.recipe.test_command, python=str(self.env.python), junit=str(junit))
         # Grace beyond the per-test limit so pytest-timeout, which dumps stacks, fires first.

@@ -23,7 +23,7 @@ import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,11 @@ from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
+from workers.pipeline.testrun.compile_cache import (
+    cache_environ,
+    current_compile_cache,
+    writing_cache,
+)
 from workers.pipeline.testrun.parallel import PartResult, keyed_by_path, partition, run_parts
 from workers.pipeline.testrun.process import RESULTS_FILE, PytestRunner, write_ids
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
@@ -108,6 +113,7 @@ class _Suite:
     per_test_s: int
     timeout_args: tuple[str, ...]
     ignored: Path | None  # the file naming ``options.ignore_files``
+    compile_env: Mapping[str, str]  # the run's compile cache (compile_cache.py), or nothing
 
     def runner(
         self, work_dir: Path, log: LogSink, *, ignore: Path | None = None,
@@ -128,6 +134,7 @@ class _Suite:
             sandbox=self.options.sandbox,
             ignore_files=ignore or self.ignored,
             deadline=deadline,
+            compile_env=self.compile_env,
         )
 
 
@@ -163,7 +170,11 @@ def _prepare(
     """Make ``work_dir`` ready (the sandbox prepared, an earlier run's results gone, the
     suite's requirements installed) and settle how each pytest process is limited."""
     work_dir.mkdir(parents=True, exist_ok=True)
+    cache = current_compile_cache()
     sandbox = options.sandbox
+    if sandbox is not None and cache is not None:
+        sandbox = writing_cache(sandbox, cache)
+        options = replace(options, sandbox=sandbox)
     if sandbox is not None:
         log.write(sandbox.describe())
         sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
@@ -189,7 +200,8 @@ def _prepare(
         log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
     ignored = (write_ids(work_dir / "ignore-files.txt", options.ignore_files)
                if options.ignore_files else None)
-    return _Suite(recipe, env, options, per_test_s, timeout_args, ignored)
+    return _Suite(recipe, env, options, per_test_s, timeout_args, ignored,
+                  cache_environ(cache) if cache is not None else {})
 
 
 def _run_to_the_end(suite: _Suite, runner: PytestRunner) -> PartResult:
