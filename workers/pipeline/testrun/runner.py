@@ -40,6 +40,7 @@ from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
+from workers.pipeline.testrun.collected import files_to_skip
 from workers.pipeline.testrun.compile_cache import (
     cache_environ,
     current_compile_cache,
@@ -75,7 +76,10 @@ class TestRunOptions:
     its own files. ``file_seconds`` (test file as pytest names it -> seconds it took last
     time) balances the processes. ``restart_budget`` bounds how often pytest is started
     again after a crash in the step (in each part of a parallel step), and the third crash
-    with one signature ends the restarts anyway (``restarts.py``).
+    with one signature ends the restarts anyway (``restarts.py``). With ``collect_once`` a
+    restart or the rerun of failures does not collect the files that have nothing left to
+    run in it (``collected.py``); off, every process collects the whole suite (the
+    benchmark's "before").
     """
 
     __test__ = False  # not a pytest class
@@ -92,6 +96,7 @@ class TestRunOptions:
     file_seconds: Mapping[str, float] | None = None
     restart_budget: int = DEFAULT_RESTART_BUDGET
     serial_below_s: float = 0.0
+    collect_once: bool = True
 
     @classmethod
     def of_settings(cls, settings: Settings, **options: Any) -> TestRunOptions:
@@ -135,6 +140,7 @@ class _Suite:
             ignore_files=ignore or self.ignored,
             deadline=deadline,
             compile_env=self.compile_env,
+            collect_once=self.options.collect_once,
         )
 
 
@@ -388,7 +394,8 @@ def _rerun_failures(runner: PytestRunner, records: dict[str, TestRecord], log: L
     if not failed or runner.remaining_s() <= 0:
         return
     log.write(f"ootci: rerunning {len(failed)} failed test(s) in a fresh process")
-    state = runner.run(runner.work_dir / "junit.rerun.xml", select=failed)
+    state = runner.run(runner.work_dir / "junit.rerun.xml", select=failed,
+                       skip_files=files_to_skip(records, failed))
     for nodeid in failed:
         event = state.finished.get(nodeid)
         if event is not None and event.get("outcome") == "passed":
