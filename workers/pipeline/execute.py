@@ -69,6 +69,7 @@ from workers.pipeline.steps.build import build, build_sandbox, ccache_dir_for
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe, load_recipe
 from workers.pipeline.steps.source_tree import RunTree, Source, run_tree
+from workers.pipeline.testrun.compile_cache import compile_cache_scope
 from workers.pipeline.testrun.conformance import ConformanceOutcome, run_conformance
 from workers.pipeline.testrun.parallel import default_processes
 from workers.pipeline.testrun.records import TestRunOutcome
@@ -136,6 +137,7 @@ def execute_run(
             ctx.heartbeat,
             attempt_scope(Attempt(abort=ctx.heartbeat.abort_reason, groups_file=groups_file)),
             child_environment(ctx.child_policy),
+            compile_cache_scope(ctx.run_dir),
         ):
             state = _pipeline(ctx, claimed)
     except LeaseLost:

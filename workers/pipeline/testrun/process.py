@@ -18,7 +18,7 @@ import re
 import shlex
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,7 @@ def plugin_environ(
     timeout_args: list[str],
     build_dir: Path | None,
     id_files: dict[str, str],
+    compile_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     # --rootdir: node ids are relative to the backend's tree whatever config pytest finds
     # above it (a checkout holding ./.ootci), never to a run tree's cache path, so a test
@@ -144,6 +145,7 @@ def plugin_environ(
     addopts = shlex.join(["-p", PLUGIN_MODULE, "--continue-on-collection-errors",
                           f"--rootdir={recipe.source_dir}", *timeout_args])
     overrides = {
+        **(compile_env or {}),  # the run's compile cache; a recipe's own choice wins
         **recipe.test_env,
         "OOTCI_RESULTS": str(results),
         "OOTCI_ATTEMPT": str(attempt),
@@ -209,6 +211,8 @@ class PytestRunner:
         sandbox: StepSandbox | None = None,
         ignore_files: Path | None = None,
         deadline: float | None = None,
+        compile_env: Mapping[str, str] | None = None,
+        collect_once: bool = True,
     ) -> None:
         self.recipe, self.env, self.work_dir, self.log = recipe, env, work_dir, log
         self.sandbox = sandbox
@@ -217,6 +221,9 @@ class PytestRunner:
         self.disk_budget: DiskBudget | None = sandbox.disk_budget() if sandbox else None
         self.only = only  # node ids every run is limited to; None = the whole suite
         self.ignore_files = ignore_files  # files of the other parts of a parallel step
+        self.compile_env = dict(compile_env or {})
+        # Whether a restart or rerun leaves out the files with nothing left to run in it.
+        self.collect_once = collect_once
         self.per_test_s = per_test_s
         self.timeout_args = timeout_args
         self.build_dir = build_dir
@@ -230,6 +237,17 @@ class PytestRunner:
     def remaining_s(self) -> float:
         return self.deadline - time.monotonic()
 
+    def _ignore_file(self, attempt: int, skip_files: Iterable[str]) -> Path | None:
+        """The file naming every file this process must not collect: the other parts' (or
+        shards') and ``skip_files``, resolved as the plugin compares them."""
+        root = self.recipe.source_dir
+        skip = [str(path) for f in skip_files if (path := (root / f).resolve()).is_file()]
+        if not skip:
+            return self.ignore_files
+        inherited = (self.ignore_files.read_text(encoding="utf-8").splitlines()
+                     if self.ignore_files is not None else [])
+        return write_ids(self.work_dir / f"ignore-files.{attempt}.txt", [*inherited, *skip])
+
     def run(
         self,
         junit: Path,
@@ -237,7 +255,11 @@ class PytestRunner:
         deselect: Iterable[str] = (),
         select: Iterable[str] | None = None,
         list_files: bool = False,
+        skip_files: Iterable[str] = (),
     ) -> PytestProcess:
+        """One pytest process. ``skip_files`` (as node ids name them: relative to the
+        suite's root) are not collected at all, on top of ``ignore_files``: files an earlier
+        process of the suite ran to the end (``collected.py``)."""
         attempt = self.attempt
         self.attempt += 1
         id_files: dict[str, str] = {}
@@ -249,8 +271,9 @@ class PytestRunner:
             id_files["OOTCI_SELECT"] = str(
                 write_ids(self.work_dir / f"select.{attempt}.txt", select)
             )
-        if self.ignore_files is not None:
-            id_files["OOTCI_IGNORE_FILES"] = str(self.ignore_files)
+        ignore = self._ignore_file(attempt, skip_files if self.collect_once else ())
+        if ignore is not None:
+            id_files["OOTCI_IGNORE_FILES"] = str(ignore)
         if list_files:
             id_files["OOTCI_LIST_FILES"] = "1"
         environ = plugin_environ(
@@ -261,6 +284,7 @@ class PytestRunner:
             self.timeout_args,
             self.build_dir,
             id_files,
+            self.compile_env,
         )
         command = expand(self.recipe.test_command, python=str(self.env.python), junit=str(junit))
         # Grace beyond the per-test limit so pytest-timeout, which dumps stacks, fires first.

@@ -26,6 +26,7 @@ from service.domain.nodeids import COLLECTION_NODEID, SESSION_EXIT_NODEID
 from service.domain.states import Outcome
 from workers.pipeline.isolation.procs import ProcResult, describe_signal
 from workers.pipeline.logs.sink import LogSink
+from workers.pipeline.testrun.collected import files_to_skip
 from workers.pipeline.testrun.parallel import PartResult
 from workers.pipeline.testrun.process import PytestProcess, crash_message, record_of
 from workers.pipeline.testrun.records import TestRecord
@@ -52,7 +53,8 @@ class Runner(Protocol):
     def remaining_s(self) -> float: ...
 
     def run(self, junit: Path, *, deselect: Iterable[str] = (),
-            select: Iterable[str] | None = None) -> PytestProcess: ...
+            select: Iterable[str] | None = None,
+            skip_files: Iterable[str] = ()) -> PytestProcess: ...
 
 
 @dataclass
@@ -60,6 +62,8 @@ class _Loop:
     records: dict[str, TestRecord] = field(default_factory=dict)
     first: ProcResult | None = None
     problem: str | None = None  # why the step could not run the suite to the end
+    # Files with nothing left to run, from the last process's collection (collected.py).
+    skip_files: list[str] = field(default_factory=list)
 
 
 def run_until_done(runner: Runner, storm: CrashStorm) -> PartResult:
@@ -73,7 +77,8 @@ def run_until_done(runner: Runner, storm: CrashStorm) -> PartResult:
     while True:
         attempt = runner.attempt
         junit = runner.work_dir / ("junit.xml" if attempt == 0 else f"junit.{attempt}.xml")
-        state = runner.run(junit, deselect=list(loop.records), select=runner.only)
+        state = runner.run(junit, deselect=list(loop.records), select=runner.only,
+                           skip_files=loop.skip_files)
         loop.first = loop.first or state.proc
         new = _take_finished(state, loop.records)
         crashed = state.unfinished
@@ -85,7 +90,11 @@ def run_until_done(runner: Runner, storm: CrashStorm) -> PartResult:
         if crashed is not None:
             if not _restart_after(runner, state, crashed, loop, storm):
                 break
-            continue  # restart without everything recorded so far
+            # Restart without everything recorded so far, and without collecting again
+            # the files that have nothing left to run.
+            loop.skip_files = files_to_skip([*loop.records, *state.collected],
+                                            [n for n in state.collected if n not in loop.records])
+            continue
         if runner.step_killed is not None:
             loop.problem = runner.step_killed
             break

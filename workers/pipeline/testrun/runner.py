@@ -23,7 +23,7 @@ import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,12 @@ from workers.pipeline.logs.masking import SecretMasker
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.outcome import StepOutcome
 from workers.pipeline.steps.recipe import Recipe
+from workers.pipeline.testrun.collected import files_to_skip
+from workers.pipeline.testrun.compile_cache import (
+    cache_environ,
+    current_compile_cache,
+    writing_cache,
+)
 from workers.pipeline.testrun.parallel import PartResult, keyed_by_path, partition, run_parts
 from workers.pipeline.testrun.process import RESULTS_FILE, PytestRunner, write_ids
 from workers.pipeline.testrun.records import TestRecord, TestRunOutcome
@@ -70,7 +76,10 @@ class TestRunOptions:
     its own files. ``file_seconds`` (test file as pytest names it -> seconds it took last
     time) balances the processes. ``restart_budget`` bounds how often pytest is started
     again after a crash in the step (in each part of a parallel step), and the third crash
-    with one signature ends the restarts anyway (``restarts.py``).
+    with one signature ends the restarts anyway (``restarts.py``). With ``collect_once`` a
+    restart or the rerun of failures does not collect the files that have nothing left to
+    run in it (``collected.py``); off, every process collects the whole suite (the
+    benchmark's "before").
     """
 
     __test__ = False  # not a pytest class
@@ -87,6 +96,7 @@ class TestRunOptions:
     file_seconds: Mapping[str, float] | None = None
     restart_budget: int = DEFAULT_RESTART_BUDGET
     serial_below_s: float = 0.0
+    collect_once: bool = True
 
     @classmethod
     def of_settings(cls, settings: Settings, **options: Any) -> TestRunOptions:
@@ -108,6 +118,7 @@ class _Suite:
     per_test_s: int
     timeout_args: tuple[str, ...]
     ignored: Path | None  # the file naming ``options.ignore_files``
+    compile_env: Mapping[str, str]  # the run's compile cache (compile_cache.py), or nothing
 
     def runner(
         self, work_dir: Path, log: LogSink, *, ignore: Path | None = None,
@@ -128,6 +139,8 @@ class _Suite:
             sandbox=self.options.sandbox,
             ignore_files=ignore or self.ignored,
             deadline=deadline,
+            compile_env=self.compile_env,
+            collect_once=self.options.collect_once,
         )
 
 
@@ -163,7 +176,11 @@ def _prepare(
     """Make ``work_dir`` ready (the sandbox prepared, an earlier run's results gone, the
     suite's requirements installed) and settle how each pytest process is limited."""
     work_dir.mkdir(parents=True, exist_ok=True)
+    cache = current_compile_cache()
     sandbox = options.sandbox
+    if sandbox is not None and cache is not None:
+        sandbox = writing_cache(sandbox, cache)
+        options = replace(options, sandbox=sandbox)
     if sandbox is not None:
         log.write(sandbox.describe())
         sandbox.prepare(log.write)  # raises SandboxUnusable (infra) when it cannot be set up
@@ -189,7 +206,8 @@ def _prepare(
         log.write("ootci: pytest-timeout not in the env; per-test limit enforced by ootci only")
     ignored = (write_ids(work_dir / "ignore-files.txt", options.ignore_files)
                if options.ignore_files else None)
-    return _Suite(recipe, env, options, per_test_s, timeout_args, ignored)
+    return _Suite(recipe, env, options, per_test_s, timeout_args, ignored,
+                  cache_environ(cache) if cache is not None else {})
 
 
 def _run_to_the_end(suite: _Suite, runner: PytestRunner) -> PartResult:
@@ -369,7 +387,8 @@ def _rerun_failures(runner: PytestRunner, records: dict[str, TestRecord], log: L
     if not failed or runner.remaining_s() <= 0:
         return
     log.write(f"ootci: rerunning {len(failed)} failed test(s) in a fresh process")
-    state = runner.run(runner.work_dir / "junit.rerun.xml", select=failed)
+    state = runner.run(runner.work_dir / "junit.rerun.xml", select=failed,
+                       skip_files=files_to_skip(records, failed))
     for nodeid in failed:
         event = state.finished.get(nodeid)
         if event is not None and event.get("outcome") == "passed":

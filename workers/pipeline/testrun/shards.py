@@ -46,6 +46,7 @@ from workers.pipeline.isolation.sandbox import StepSandbox
 from workers.pipeline.logs.masking import SecretMasker, masker_for_settings
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.recipe import Recipe, load_recipe
+from workers.pipeline.testrun.compile_cache import compile_cache_scope
 from workers.pipeline.testrun.parallel import (
     PartResult,
     default_processes,
@@ -351,6 +352,7 @@ def execute_shard(
         LogSink(work_dir / f"shard-{index}.log", masker=masker) as sink,
         attempt_scope(Attempt(groups_file=work_dir / f"shard-{index}.process-groups")),
         child_environment(policy),
+        compile_cache_scope(run_dir),  # the owner's and this worker's other shards' too
     ):
         sink.write(f"ootci: shard {index} of run {run_id} on {worker_id}")
         return run_shard(engine, settings, job, worker_id, work_dir, sink, sandbox_for, masker)
