@@ -35,5 +35,10 @@ class Vanishing:
         return Vanishing(self._inner.installing_into(target), self._gone, at=self._at,
                           which=self._which)
 
+    def also_writing(self, path: Path) -> Vanishing:
+        """The run's compile cache added (``StepSandbox.also_writing``), vanishing alike."""
+        return Vanishing(self._inner.also_writing(path), self._gone, at=self._at,
+                          which=self._which)
+
     def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)

@@ -370,6 +370,13 @@ class StepSandbox:
             hand_over(target, self.uid)
         return replace(self, network=True, writable=(*self.writable, target))
 
+    def also_writing(self, path: Path) -> StepSandbox:
+        """The same sandbox with ``path`` writable and under the disk budget too (its
+        ``prepare`` creates it and, under root, hands it to the step's uid)."""
+        if self.limits is None or path in self.writable:
+            return self
+        return replace(self, writable=(*self.writable, path), watched=(*self.watched, path))
+
     def witness(self) -> SetupWitness | None:
         """The pipe bwrap reports the step's start on (``command(witness=)``,
         ``run_streaming(witness=)``); None without bwrap."""

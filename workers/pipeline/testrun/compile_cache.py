@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
 from pathlib import Path
 
 from workers.pipeline.isolation.sandbox import StepSandbox
@@ -61,10 +60,5 @@ def cache_environ(cache: Path) -> dict[str, str]:
 def writing_cache(sandbox: StepSandbox, cache: Path) -> StepSandbox:
     """``sandbox`` with the run's compile cache writable and under its disk budget (its
     ``prepare`` creates the dir and, under root, hands it to the step's uid)."""
-    if sandbox.limits is None:
-        return sandbox  # no sandbox: the step writes where it may anyway
-    cache = cache.resolve()
-    if cache in sandbox.writable:
-        return sandbox
-    return replace(sandbox, writable=(*sandbox.writable, cache),
-                   watched=(*sandbox.watched, cache))
+    # Unsealed (no limits), the step writes where it may anyway: nothing to add.
+    return sandbox.also_writing(cache.resolve())
