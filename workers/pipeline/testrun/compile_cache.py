@@ -23,8 +23,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from workers.pipeline.isolation.sandbox import StepSandbox
-
 CACHE_DIR = "compile-cache"
 
 _current: ContextVar[Path | None] = ContextVar("ootci_compile_cache", default=None)
@@ -56,9 +54,3 @@ def cache_environ(cache: Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
             "TRITON_CACHE_DIR": str(cache / "triton")}
 
-
-def writing_cache(sandbox: StepSandbox, cache: Path) -> StepSandbox:
-    """``sandbox`` with the run's compile cache writable and under its disk budget (its
-    ``prepare`` creates the dir and, under root, hands it to the step's uid)."""
-    # Unsealed (no limits), the step writes where it may anyway: nothing to add.
-    return sandbox.also_writing(cache.resolve())

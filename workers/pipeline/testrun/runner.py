@@ -44,7 +44,6 @@ from workers.pipeline.testrun.collected import files_to_skip
 from workers.pipeline.testrun.compile_cache import (
     cache_environ,
     current_compile_cache,
-    writing_cache,
 )
 from workers.pipeline.testrun.parallel import PartResult, keyed_by_path, partition, run_parts
 from workers.pipeline.testrun.process import RESULTS_FILE, PytestRunner, write_ids
@@ -179,7 +178,8 @@ def _prepare(
     cache = current_compile_cache()
     sandbox = options.sandbox
     if sandbox is not None and cache is not None:
-        sandbox = writing_cache(sandbox, cache)
+        # Writable and under the disk budget like the run's other dirs.
+        sandbox = sandbox.also_writing(cache.resolve())
         options = replace(options, sandbox=sandbox)
     if sandbox is not None:
         log.write(sandbox.describe())
