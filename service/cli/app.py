@@ -85,6 +85,7 @@ app.command(epilog=_example("ootci culprit 12", "ootci culprit 12 --json"))(culp
 app.command(epilog=_example("ootci report 3 --dry-run"))(culprit.report)
 app.command(epilog=_example("ootci bisect", "ootci bisect 3 --json"))(bisect)
 app.command(epilog=_example("ootci gc --dry-run"))(ops.gc)
+app.command("reindex-logs", epilog=_example("ootci reindex-logs"))(ops.reindex_logs)
 app.command(epilog=_example("ootci serve --port 8000"))(ops.serve)
 app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci worker --concurrency 1"))(ops.worker)
 app.command(context_settings=EXTRA_ARGS, epilog=_example("ootci beat"))(ops.beat)

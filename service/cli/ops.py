@@ -1,4 +1,4 @@
-"""``ootci migrate|reclassify|gc|serve|worker|beat``: operating a deployment."""
+"""``ootci migrate|reclassify|reindex-logs|gc|serve|worker|beat``: operating a deployment."""
 
 from __future__ import annotations
 
@@ -94,6 +94,35 @@ def gc(
         f"{verb} {len(report.removed)} entries, {report.freed_bytes / 1e9:.2f} GB; kept {report.kept}"
         + (f"; {len(report.skipped_busy)} busy, skipped" if report.skipped_busy else "")
     )
+
+
+@database_outage_exits_2
+def reindex_logs(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Index the step logs stored before ootci indexed them, so their middle pages are read
+    from the nearest point, not from the start (once, after upgrading; safe to interrupt
+    and run again)."""
+    import time
+
+    from service.commands.log_reindex import ReindexReport, reindex_log, unindexed_logs
+    from service.db import session_scope
+
+    engine = migrated_engine(load_settings())
+    with session_scope(engine) as s:
+        step_ids = unindexed_logs(s)
+    report = ReindexReport()
+    shown = 0.0
+    for done, step_id in enumerate(step_ids, start=1):
+        with session_scope(engine) as s:  # one log per transaction: a stop loses none
+            reindex_log(s, step_id, report)
+        if done == len(step_ids) or time.monotonic() - shown >= 1.0:  # stderr
+            shown = time.monotonic()
+            console.print(f"{done}/{len(step_ids)} logs ({report.log_bytes / 1e6:.0f} MB read)")
+    if as_json:
+        print_json({"logs": report.logs, "recompressed": report.recompressed,
+                    "log_bytes": report.log_bytes})
+    else:
+        out.print(f"indexed {report.logs} logs ({report.recompressed} compressed again, "
+                  f"{report.log_bytes / 1e6:.0f} MB)")
 
 
 @database_outage_exits_2
