@@ -42,7 +42,7 @@ from workers.pipeline.cache.layout import stamp
 from workers.pipeline.env.torch_env import TorchEnv
 from workers.pipeline.isolation.child_env import ChildEnvPolicy, child_environment
 from workers.pipeline.isolation.procs import Attempt, ProcResult, attempt_scope, current_attempt
-from workers.pipeline.isolation.sandbox import StepSandbox
+from workers.pipeline.isolation.sandbox import SandboxUnusable, StepSandbox
 from workers.pipeline.logs.masking import SecretMasker, masker_for_settings
 from workers.pipeline.logs.sink import LogSink
 from workers.pipeline.steps.recipe import Recipe, load_recipe
@@ -355,4 +355,14 @@ def execute_shard(
         compile_cache_scope(run_dir),  # the owner's and this worker's other shards' too
     ):
         sink.write(f"ootci: shard {index} of run {run_id} on {worker_id}")
-        return run_shard(engine, settings, job, worker_id, work_dir, sink, sandbox_for, masker)
+        try:
+            return run_shard(engine, settings, job, worker_id, work_dir, sink, sandbox_for,
+                             masker)
+        except SandboxUnusable as exc:
+            # This worker cannot seal the shard's tests: its trouble, not the run's. The
+            # shard goes back now, not when its lease runs out, and the owner, which sealed
+            # the build on its own disk, runs it (or ends the run as infra if it cannot).
+            sink.write(f"{exc}; handing shard {index} back")
+            with session_scope(engine) as s:
+                release_shard(s, job.id, worker_id)
+            return False
