@@ -3,8 +3,10 @@
 A benchmark that misses a wall-time target on a small machine has to say whether the
 target was reachable at all: if the work kept every core busy, no scheduling can make it
 faster, only less work or more cores. The whole machine is counted (the runs' process
-trees are deep, sandboxed and partly re-parented), so read it on a quiet machine; the
-benchmarks print the load average beside it.
+trees are deep, sandboxed and partly re-parented), so read it on a quiet machine. Whether
+it was quiet is measured too: the CPU that processes outside the benchmark's own process
+tree used meanwhile (``others_cpu_s``; a long-running stray process is what this catches,
+one that starts and ends within the stretch is missed), and ``quiet_warning`` says so.
 """
 
 from __future__ import annotations
@@ -14,6 +16,44 @@ import time
 from dataclasses import dataclass
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+# Processes outside the benchmark using more than this share of the cores make it not quiet.
+QUIET_SHARE = 0.05
+
+
+def _processes() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, start time, CPU ticks) of every process now."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        # After the command's ")": state ppid ... utime(12) stime(13) ... starttime(20)
+        found[int(entry.name)] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]))
+    return found
+
+
+def _others_ticks(before: dict[int, tuple[int, int, int]],
+                  after: dict[int, tuple[int, int, int]], me: int) -> int:
+    """CPU ticks used between the two snapshots by processes not descended from ``me``."""
+    mine = {me}
+    changed = True
+    while changed:  # descendants by ppid, whatever order pids were handed out in
+        changed = False
+        for pid, (ppid, _, _) in after.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                changed = True
+    used = 0
+    for pid, (_, start, ticks) in after.items():
+        if pid in mine:
+            continue
+        earlier = before.get(pid)
+        used += ticks - earlier[2] if earlier is not None and earlier[1] == start else ticks
+    return used
 
 
 def _busy_ticks() -> int:
@@ -28,6 +68,15 @@ class CpuUse:
     wall_s: float
     busy_cpu_s: float
     cores: int
+    others_cpu_s: float = 0.0  # of ``busy_cpu_s``: processes outside the benchmark's tree
+
+    def quiet_warning(self) -> str:
+        """One line when other processes kept the machine busy meanwhile, else ''."""
+        share = self.others_cpu_s / self.wall_s / self.cores if self.wall_s else 0.0
+        if share <= QUIET_SHARE:
+            return ""
+        return (f"NOT QUIET: other processes used {self.others_cpu_s:.0f} CPU-s "
+                f"({share:.0%} of the cores) meanwhile; wall times and the floor are inflated")
 
     @property
     def busy_cores(self) -> float:
@@ -54,13 +103,17 @@ class CpuMeter:
     """``with CpuMeter() as meter: ...`` then ``meter.use``."""
 
     def __enter__(self) -> CpuMeter:
+        self._start_procs = _processes()
         self._start_wall = time.monotonic()
         self._start_busy = _busy_ticks()
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        wall, busy = time.monotonic() - self._start_wall, _busy_ticks() - self._start_busy
+        others = _others_ticks(self._start_procs, _processes(), os.getpid())
         self.use = CpuUse(
-            wall_s=time.monotonic() - self._start_wall,
-            busy_cpu_s=(_busy_ticks() - self._start_busy) / _TICKS,
+            wall_s=wall,
+            busy_cpu_s=busy / _TICKS,
             cores=len(os.sched_getaffinity(0)),
+            others_cpu_s=others / _TICKS,
         )

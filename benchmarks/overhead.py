@@ -64,6 +64,11 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _say_if_not_quiet(what: str, meter: CpuMeter) -> None:
+    if warning := meter.use.quiet_warning():
+        print(f"  {what}: {warning}", flush=True)
+
+
 def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, dict[str, float]]:
     """The recipe's build command, then its test command, as a developer runs them."""
     recipe = load_recipe(backend)
@@ -78,6 +83,7 @@ def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, dict
         tests = subprocess.run(expand(recipe.test_command, python=str(python), junit=str(junit)), cwd=backend,
                                env=test_env, capture_output=True, text=True)
         end = time.perf_counter()
+    _say_if_not_quiet("by hand", meter)
     if tests.returncode != 0:
         sys.exit(f"the suite failed by hand:\n{tests.stdout[-3000:]}")
     return end - start, meter.use.busy_cpu_s, {"build": built - start, "test": end - built}
@@ -91,6 +97,7 @@ def through_ootci(backend: Path, home: Path) -> tuple[float, float, dict[str, fl
             cwd=ROOT, env=_clean_env(OOTCI_HOME=str(home)), capture_output=True, text=True,
         )
         elapsed = time.perf_counter() - start
+    _say_if_not_quiet("ootci run", meter)
     if proc.returncode != 0:
         sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}\n{proc.stdout[-3000:]}")
     (result,) = json.loads(proc.stdout)

@@ -154,6 +154,8 @@ def _whole_run(home: Path, backend: Path, sealed: bool) -> tuple[float, float, f
         err.seek(0)
         proc = subprocess.CompletedProcess(cmd, child.returncode, out.read(), err.read())
     wall = time.perf_counter() - start
+    if warning := meter.use.quiet_warning():
+        print(f"  {'sealed' if sealed else 'unsealed'}: {warning}", flush=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"ootci run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     (doc,) = json.loads(proc.stdout)
