@@ -69,7 +69,7 @@ class Server:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = dict(env)
         self._conn, theirs = socket.socketpair()
-        self._log = tempfile.TemporaryFile()  # its stderr: why it failed, if it does
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close()): its stderr: why it failed, if it does
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, str(SERVER), str(theirs.fileno())],

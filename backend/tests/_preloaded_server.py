@@ -21,6 +21,7 @@ does. Only imports happen here. The server exits when the caller's end closes.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
@@ -133,10 +134,8 @@ def _supervise(conn: socket.socket, pid: int) -> int | None:
                     gone = True
                     sel.unregister(conn)
                 if message is None or message.get("kind") == "kill":
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.killpg(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
     finally:
         sel.close()
         os.close(pidfd)
@@ -161,10 +160,8 @@ def serve(conn: socket.socket) -> dict:
         if pid == 0:
             _become_child(conn, request, fds, server)
             return request
-        try:
-            os.setpgid(pid, pid)  # also here: a kill may come before the child ran
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # also here: a kill may come before the child ran
+            os.setpgid(pid, pid)
         for fd in fds:
             os.close(fd)
         send(conn, {"started": pid})
@@ -203,8 +200,10 @@ def run_as_main(code: str) -> None:
 
 def main() -> None:
     conn = socket.socket(fileno=int(sys.argv[1]))
-    # `python -c` puts '' (the cwd) first on sys.path, not this script's directory.
-    sys.path[0] = ""
+    # `python -c` puts '' (the cwd) first on sys.path where a script gets its directory;
+    # with -P / PYTHONSAFEPATH (the recipe's env) neither gets anything.
+    if not sys.flags.safe_path:
+        sys.path[0] = ""
     _preload()
     gc.collect()
     gc.freeze()

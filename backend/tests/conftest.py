@@ -27,8 +27,6 @@ import torch  # noqa: E402
 
 import torch_openreg  # noqa: E402,F401
 
-import _preloaded  # noqa: E402
-
 DEVICE = torch.device("openreg", 0)
 
 
@@ -60,6 +58,8 @@ def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float =
     in a fork of the preloaded interpreter (_preloaded.py: the same exit status, output
     and environment, without paying `import torch` again); in a fresh interpreter when
     `fresh` or when `env` changes what the import itself reads (see _preloaded.py)."""
+    import _preloaded  # here: keeps this change to run_python
+
     full_env = dict(os.environ)
     full_env.update(env or {})
     code = textwrap.dedent(code)

@@ -45,7 +45,7 @@ def _gone(pid: int, within_s: float = 10) -> bool:
 
 SNIPPETS = {
     "output": "import sys; print('out'); print('err', file=sys.stderr); print('no newline', end='')",
-    "main": "import os, sys; print(__name__, sys.argv, repr(sys.path[0]), os.getcwd())",
+    "main": "import os, sys; print(__name__, sys.argv, sys.path, os.getcwd(), sys.flags)",
     "exit code": "import sys; print('bye', flush=True); sys.exit(3)",
     "exit message": "raise SystemExit('goodbye')",
     "exception": "def f():\n    raise ValueError('boom')\nprint('x')\nf()",
