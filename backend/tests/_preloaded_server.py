@@ -117,16 +117,26 @@ def _become_child(conn: socket.socket, request: dict, fds: list[int], server: in
 def _supervise(conn: socket.socket, pid: int) -> int | None:
     """Wait for the child, killing its group on request; its wait status, or None when
     the caller went away (the child is then killed and reaped)."""
-    pidfd = os.pidfd_open(pid)
+    try:
+        pidfd: int | None = os.pidfd_open(pid)
+    except OSError:  # an old kernel or a seccomp profile without it: poll instead
+        pidfd = None
     sel = selectors.DefaultSelector()
-    sel.register(pidfd, selectors.EVENT_READ)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ)
     sel.register(conn, selectors.EVENT_READ)
     gone = False
     try:
         while True:
-            for key, _ in sel.select():
+            events = sel.select(None if pidfd is not None else 0.01)
+            if pidfd is None:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    return None if gone else status
+            for key, _ in events:
                 if key.fileobj is pidfd:
-                    return None if gone else os.waitpid(pid, 0)[1]
+                    status = os.waitpid(pid, 0)[1]
+                    return None if gone else status
                 message, fds = recv(conn)
                 for fd in fds:
                     os.close(fd)
@@ -138,7 +148,8 @@ def _supervise(conn: socket.socket, pid: int) -> int | None:
                         os.killpg(pid, signal.SIGKILL)
     finally:
         sel.close()
-        os.close(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def serve(conn: socket.socket) -> dict:
