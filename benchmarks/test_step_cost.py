@@ -174,12 +174,11 @@ def recipes(args: argparse.Namespace, backend: Path, tmp: Path) -> dict[str, Rec
         return {mode: load_recipe(copy) for mode in MODES}
     own = backend / "tests"
     baseline = args.baseline_tests.resolve() if args.baseline_tests else own
-    keep = _test_files(own) & _test_files(baseline)
-    if args.files is not None:
-        keep &= set(args.files.split(","))
+    both = _test_files(own) & _test_files(baseline)
     for name, tests in (("before", baseline), ("after", own)):
-        if left := sorted(_test_files(tests) - keep):
-            print(f"{name}: leaves out {', '.join(left)}")
+        if left := sorted(_test_files(tests) - both):
+            print(f"{name}: leaves out {', '.join(left)} (not on the other side)")
+    keep = both if args.files is None else both & set(args.files.split(","))
     return {mode: load_recipe(suite_copy(backend, tmp / f"suite-{mode}", keep=keep,
                                          tests=baseline if mode == "before" else None,
                                          plant=args.plant))
