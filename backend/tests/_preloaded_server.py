@@ -187,12 +187,17 @@ def run_as_main(code: str) -> None:
     sys.path; an uncaught exception prints its traceback (without this frame) and exits 1;
     SystemExit and the interpreter's own exit (atexit, flushing) are Python's."""
     import builtins
+    import importlib.machinery
     import types
 
+    # The globals a `-c` __main__ starts with (its __spec__ is None).
     main = types.ModuleType("__main__")
     main.__builtins__ = builtins
+    main.__loader__ = importlib.machinery.BuiltinImporter
+    main.__annotations__ = {}
     sys.modules["__main__"] = main
     sys.argv = ["-c"]
+    sys.orig_argv = [sys.orig_argv[0], "-c", code]
     try:
         exec(compile(code, "<string>", "exec"), main.__dict__)
     except SystemExit:

@@ -45,7 +45,9 @@ def _gone(pid: int, within_s: float = 10) -> bool:
 
 SNIPPETS = {
     "output": "import sys; print('out'); print('err', file=sys.stderr); print('no newline', end='')",
-    "main": "import os, sys; print(__name__, sys.argv, sys.path, os.getcwd(), sys.flags)",
+    "main": ("import os, sys\n"
+             "print(__name__, sys.argv, sys.orig_argv[1:], sys.path, os.getcwd(), sys.flags)\n"
+             "print(sorted(globals()), __loader__, __spec__)"),
     "exit code": "import sys; print('bye', flush=True); sys.exit(3)",
     "exit message": "raise SystemExit('goodbye')",
     "exception": "def f():\n    raise ValueError('boom')\nprint('x')\nf()",
