@@ -82,6 +82,9 @@ class Server:
             ready, _ = recv(self._conn)
         except OSError:
             ready = None
+        except BaseException:  # interrupted: no half-started server left behind
+            self.close()
+            raise
         self._conn.settimeout(None)
         if ready is None or "ready" not in ready:
             self.close()
@@ -113,7 +116,14 @@ class Server:
         finally:
             os.close(out_w)
             os.close(err_w)
-        out, err, status, killed = self._collect(out_r, err_r, timeout)
+        try:
+            out, err, status, killed = self._collect(out_r, err_r, timeout)
+        except BaseException:
+            # Whatever interrupted us (a ServerDied, a test timeout's signal, ^C): the
+            # server may still be running this request and would answer it late, as if
+            # for the next; closing ends it and its run, and the next run starts anew.
+            self.close()
+            raise
         if killed:
             raise subprocess.TimeoutExpired(args, timeout, output=_text(out), stderr=_text(err))
         return subprocess.CompletedProcess(args, os.waitstatus_to_exitcode(status),
@@ -166,7 +176,9 @@ class Server:
         return bytes(chunks[out_r]), bytes(chunks[err_r]), status, killed
 
     def close(self) -> None:
-        """End the server (EOF on its socket) and reap it."""
+        """End the server (EOF on its socket) and reap it; again is a no-op."""
+        if self._conn.fileno() == -1:
+            return
         self._conn.close()
         try:
             self.proc.wait(timeout=30)
