@@ -69,7 +69,8 @@ class Server:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = dict(env)
         self._conn, theirs = socket.socketpair()
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close()): its stderr: why it failed, if it does
+        # The server's stderr: why it failed, if it does (closed with this object).
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, str(SERVER), str(theirs.fileno())],
@@ -185,7 +186,6 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self._log.close()
 
 
 def _text(data: bytes) -> str:

@@ -236,3 +236,9 @@ def test_an_interrupted_run_does_not_answer_for_the_next():
         signal.signal(signal.SIGALRM, previous)
     r = run_python("print('next')")
     assert (r.returncode, r.stdout) == (0, "next\n")
+
+
+def test_a_server_that_cannot_start_says_why(tmp_path):
+    (tmp_path / "torch.py").write_text("raise ImportError('no torch here')")
+    with pytest.raises(_preloaded.ServerDied, match="did not start(.|\n)*no torch here"):
+        _preloaded.Server(dict(os.environ, PYTHONPATH=str(tmp_path)))
