@@ -2,6 +2,7 @@
 
     python benchmarks/test_step_cost.py [--backend backend] [--torch installed]
         [--processes 1] [--rounds 1] [--plant] [--sandbox] [--only before|after]
+        [--baseline-tests DIR [--same-pipeline]] [--files test_a.py,test_b.py]
 
 Runs the pipeline's test step (``run_tests``: crash isolation, per-test limits, the rerun
 of failures, the sandbox a run's suite gets) on the same suite in both modes, alternately,
@@ -26,6 +27,16 @@ the ratios after/before. Both modes must record the same tests with the same out
 from ``getrusage``, so the step's CPU is then the machine's busy CPU only (read it on a
 quiet machine). Target: test-step CPU <= 0.7x before (issue #31). An already-built backend
 is needed (``make backend`` for the bundled one).
+
+A change to the suite itself (the preloaded interpreter of the backend's tests) is compared
+with ``--baseline-tests DIR``: before runs the backend with DIR as its tests (e.g. main's
+``backend/tests``, exported to /tmp), after with its own; test files only one side has are
+left out, so both record the same tests. ``--same-pipeline`` runs both with the after
+pipeline, so only the suite differs. ``--files`` keeps only the named test files.
+
+Processes a step leaves behind (a fork server whose pytest crashed, a test's daemon) are
+re-parented to this process (``cpu_meter.adopt_orphans``) and reaped after the step, so
+their CPU is in the step's rusage too.
 """
 
 from __future__ import annotations
@@ -46,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.cpu_meter import CpuMeter, CpuUse  # noqa: E402
+from benchmarks.cpu_meter import CpuMeter, CpuUse, adopt_orphans, reap_adopted  # noqa: E402
 from service.config import Settings  # noqa: E402
 from workers.pipeline.env.provision import provision  # noqa: E402
 from workers.pipeline.env.resolve import parse_spec  # noqa: E402
@@ -71,6 +82,7 @@ class Measured:
     machine: CpuUse
     processes: int
     outcome: TestRunOutcome
+    orphans: tuple[int, int] = (0, 0)  # adopted and reaped, still running after the wait
 
 
 def _children_cpu_s() -> float:
@@ -91,9 +103,9 @@ def _run_scope(run_dir: Path, after: bool) -> Iterator[None]:
 
 
 def measure(mode: str, recipe: Recipe, env: TorchEnv, run_dir: Path, processes: int,
-            sandboxed: bool) -> Measured:
+            sandboxed: bool, after: bool) -> Measured:
+    """One step in ``mode``; ``after``: with the after pipeline."""
     settings = Settings(home=run_dir / "home-ootci", sandbox=sandboxed)
-    after = mode == "after"
     work_dir = run_dir / "test"
     with _run_scope(run_dir, after):
         policy = ChildEnvPolicy.for_run(settings, run_dir)
@@ -105,20 +117,43 @@ def measure(mode: str, recipe: Recipe, env: TorchEnv, run_dir: Path, processes: 
         with LogSink(run_dir / "test.log") as log, CpuMeter() as meter:
             cpu_before, started = _children_cpu_s(), time.monotonic()
             outcome = run_tests(recipe, env, work_dir, log, options)
-            wall, cpu = time.monotonic() - started, _children_cpu_s() - cpu_before
+            wall = time.monotonic() - started
+            orphans = reap_adopted()
+            cpu = _children_cpu_s() - cpu_before
     if sandboxed:
         cpu = meter.use.busy_cpu_s  # bwrap's children never reach our rusage
     text = (run_dir / "test.log").read_text(encoding="utf-8", errors="replace")
-    return Measured(mode, cpu, wall, meter.use, text.count("ootci: pytest run "), outcome)
+    return Measured(mode, cpu, wall, meter.use, text.count("ootci: pytest run "), outcome,
+                    orphans)
 
 
-def planted_copy(backend: Path, into: Path) -> Path:
-    """``backend`` without its build output, and a last test file that fails one test and
-    kills pytest in the next (the installed package is what the suite imports)."""
+def suite_copy(backend: Path, into: Path, *, tests: Path | None = None,
+               keep: set[str] | None = None, plant: bool = False) -> Path:
+    """``backend`` without its build output (the installed package is what the suite
+    imports), with ``tests`` as its tests dir if given, only the test files in ``keep`` if
+    given, and with ``plant`` a last test file that fails one test and kills pytest in the
+    next."""
     copy = into / backend.name
     shutil.copytree(backend, copy, ignore=shutil.ignore_patterns(
         "build", "third_party", "__pycache__", "*.so", "*.egg-info"))
-    (copy / "tests" / PLANTED).write_text(textwrap.dedent("""\
+    if tests is not None:
+        shutil.rmtree(copy / "tests")
+        shutil.copytree(tests, copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    if keep is not None:
+        for path in (copy / "tests").glob("test_*.py"):
+            if path.name not in keep:
+                path.unlink()
+    if plant:
+        _plant(copy / "tests")
+    return copy
+
+
+def _test_files(tests: Path) -> set[str]:
+    return {p.name for p in tests.glob("test_*.py")}
+
+
+def _plant(tests: Path) -> None:
+    (tests / PLANTED).write_text(textwrap.dedent("""\
         import os
 
         def test_planted_failure():
@@ -130,7 +165,24 @@ def planted_copy(backend: Path, into: Path) -> Path:
         def test_after_the_planted_crash():
             pass
         """))
-    return copy
+
+
+def recipes(args: argparse.Namespace, backend: Path, tmp: Path) -> dict[str, Recipe]:
+    """The suite each mode runs: the same one, unless --baseline-tests or --files."""
+    if args.baseline_tests is None and args.files is None:
+        copy = suite_copy(backend, tmp / "suite", plant=True) if args.plant else backend
+        return {mode: load_recipe(copy) for mode in MODES}
+    own = backend / "tests"
+    baseline = args.baseline_tests.resolve() if args.baseline_tests else own
+    both = _test_files(own) & _test_files(baseline)
+    for name, tests in (("before", baseline), ("after", own)):
+        if left := sorted(_test_files(tests) - both):
+            print(f"{name}: leaves out {', '.join(left)} (not on the other side)")
+    keep = both if args.files is None else both & set(args.files.split(","))
+    return {mode: load_recipe(suite_copy(backend, tmp / f"suite-{mode}", keep=keep,
+                                         tests=baseline if mode == "before" else None,
+                                         plant=args.plant))
+            for mode in MODES}
 
 
 def main() -> None:
@@ -142,26 +194,41 @@ def main() -> None:
     parser.add_argument("--plant", action="store_true")
     parser.add_argument("--sandbox", action="store_true")
     parser.add_argument("--only", choices=MODES)
+    parser.add_argument("--baseline-tests", type=Path,
+                        help="the tests dir before runs (after runs the backend's own)")
+    parser.add_argument("--same-pipeline", action="store_true",
+                        help="both modes with the after pipeline: only the suite differs")
+    parser.add_argument("--files", help="only these test files (comma-separated names)")
     args = parser.parse_args()
+    adopt_orphans()
     modes = (args.only,) if args.only else MODES
     results: dict[str, list[Measured]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="ootci-test-cost-") as tmp:
         backend = args.backend.resolve()
-        recipe = load_recipe(planted_copy(backend, Path(tmp)) if args.plant else backend)
+        suites = recipes(args, backend, Path(tmp))
         with LogSink(Path(tmp) / "provision.log") as log:
             env = provision(parse_spec(args.torch), Path(tmp) / "cache", log)
         load_before = os.getloadavg()
         for round_ in range(args.rounds):
             for mode in modes:
                 run_dir = Path(tmp) / f"run-{round_}-{mode}"
-                m = measure(mode, recipe, env, run_dir, args.processes, args.sandbox)
+                m = measure(mode, suites[mode], env, run_dir, args.processes, args.sandbox,
+                            after=mode == "after" or args.same_pipeline)
                 results[mode].append(m)
+                orphans = (f"; {m.orphans[0]} orphans reaped, {m.orphans[1]} left running"
+                           if any(m.orphans) else "")
+                warning = m.machine.quiet_warning()
                 print(f"round {round_} {mode:6}: {m.cpu_s:6.1f} CPU-s, {m.wall_s:6.1f} s wall, "
                       f"{m.processes} pytest processes; {m.outcome.step.status}: "
-                      f"{m.outcome.step.summary}; machine: {m.machine.line()}", flush=True)
+                      f"{m.outcome.step.summary}; machine: {m.machine.line()}{orphans}"
+                      f"{'; ' + warning if warning else ''}", flush=True)
         load_after = os.getloadavg()
     best = {mode: min(runs, key=lambda m: m.cpu_s) for mode, runs in results.items()}
-    print(f"suite: {backend}{' + a planted failure and crash' if args.plant else ''}, "
+    suite = (f"{args.baseline_tests} (before) vs {backend / 'tests'} (after)"
+             if args.baseline_tests else str(backend))
+    print(f"suite: {suite}{' + a planted failure and crash' if args.plant else ''}"
+          f"{', files ' + args.files if args.files else ''}, "
+          f"{'same pipeline (after), ' if args.same_pipeline else ''}"
           f"torch {args.torch}, {args.processes} process(es), "
           f"sandbox {'on' if args.sandbox else 'off'}, min of {args.rounds}")
     for mode, m in best.items():

@@ -52,16 +52,25 @@ def _restore_device_state():
     torch.openreg.set_device(0)
 
 
-def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180
-               ) -> subprocess.CompletedProcess[str]:
-    """Run `code` in a fresh interpreter (for crash, fork and autoload tests)."""
+def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180,
+               fresh: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run `code` as `python -c` would (for crash, fork and subprocess tests): by default
+    in a fork of the preloaded interpreter (_preloaded.py: the same exit status, output
+    and environment, without paying `import torch` again); in a fresh interpreter when
+    `fresh` or when `env` changes what the import itself reads (see _preloaded.py)."""
+    import _preloaded  # here: keeps this change to run_python
+
     full_env = dict(os.environ)
     full_env.update(env or {})
+    code = textwrap.dedent(code)
     # Not from backend/: `-c` puts the cwd on sys.path (see the top of this file).
+    cwd = tempfile.gettempdir()
+    if not fresh and (done := _preloaded.run(code, env=full_env, cwd=cwd,
+                                              timeout=timeout)) is not None:
+        return done
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=full_env,
-        cwd=tempfile.gettempdir(),
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=cwd,
     )
 
 

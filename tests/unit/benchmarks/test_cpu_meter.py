@@ -43,3 +43,37 @@ def test_a_busy_stranger_makes_the_stretch_not_quiet() -> None:
     loud = CpuUse(wall_s=10.0, busy_cpu_s=20.0, cores=2, others_cpu_s=9.0)
     assert quiet.quiet_warning() == ""
     assert loud.quiet_warning().startswith("NOT QUIET: other processes used 9 CPU-s (45% ")
+
+
+# A process of its own: a subreaper adopts orphans for the rest of its life.
+_ORPHAN = """
+import os, resource, sys, time
+sys.path.insert(0, {root!r})
+from benchmarks.cpu_meter import adopt_orphans, reap_adopted
+
+adopt_orphans()
+if os.fork() == 0:            # the child leaves an orphan behind that burns CPU, then dies
+    if os.fork() == 0:
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    os._exit(0)
+os.wait()
+adopted = reap_adopted(wait_s=30)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(*adopted, usage.ru_utime + usage.ru_stime)
+"""
+
+
+def test_an_orphans_cpu_is_counted_once_adopted_and_reaped() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[3])
+    done = subprocess.run([sys.executable, "-c", _ORPHAN.format(root=root)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    reaped, running, cpu_s = done.stdout.split()
+    assert (reaped, running) == ("1", "0")
+    assert float(cpu_s) >= 0.3  # without the adoption, init would have reaped it
