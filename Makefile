@@ -46,10 +46,13 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# Each runtime's own tests (C/C++, no torch): backend/third_party/<runtime>.
 test-runtime:
-	cmake -S backend/third_party/openreg -B build/openreg -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build build/openreg
-	ctest --test-dir build/openreg --output-on-failure
+	@set -e; for rt in openreg shmreg; do \
+	  cmake -S backend/third_party/$$rt -B build/$$rt -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null; \
+	  cmake --build build/$$rt; \
+	  ctest --test-dir build/$$rt --output-on-failure; \
+	done
 
 # Its own tests, then the conformance suite (conformance/) against its device.
 test-backend: backend

@@ -293,7 +293,11 @@ class OpenRegActivityProfiler final : public libkineto::IActivityProfiler {
     // Kineto configures every child profiler, also for CPU-only traces, and
     // the CPU types include PRIVATEUSE1_RUNTIME: a trace that asked for the
     // device (ProfilerActivity.PrivateUse1) is the one that wants kernels.
-    if (types.count(libkineto::ActivityType::CONCURRENT_KERNEL) != 0) {
+    // A runtime without activity tracing (shmreg) answers rtErrorNotSupported:
+    // such a trace keeps its host ops and has no device rows. Disabling is a
+    // harmless probe here: Kineto configures a session only when none is live.
+    if (types.count(libkineto::ActivityType::CONCURRENT_KERNEL) != 0 &&
+        rtActivityEnable(0) != rtErrorNotSupported) {
       return std::make_unique<Session>();
     }
     return nullptr;

@@ -31,6 +31,7 @@ enum rtError_t : int {
   rtErrorRuntimeUnloading = 10,
   rtErrorNotPermitted = 11,
   rtErrorNotSupported = 12,          // this runtime lacks the feature (e.g. tracing)
+  rtErrorDeviceUnavailable = 13,     // the device is gone (shmreg: its server process exited)
   rtErrorUnknown = 999,              // e.g. the runtime's server process is gone
 };
 
@@ -147,6 +148,7 @@ namespace openreg::rt {
 const RuntimeApi& api();
 // The runtimes linked into this build (each defined by its rt/Runtime*.cpp).
 const RuntimeApi& openreg_runtime();
+const RuntimeApi& shmreg_runtime();
 }  // namespace openreg::rt
 // [/runtime-interface]
 

@@ -18,9 +18,12 @@ const RuntimeApi& api() {
     if (name == nullptr || *name == '\0' || std::strcmp(name, "openreg") == 0) {
       return openreg_runtime();
     }
+    if (std::strcmp(name, "shmreg") == 0) {
+      return shmreg_runtime();
+    }
     // No error channel exists this early (device_count() must not throw), and
     // silently using another runtime than asked would make results lie.
-    std::fprintf(stderr, "torch_openreg: unknown TORCH_OPENREG_RUNTIME=%s (openreg)\n", name);
+    std::fprintf(stderr, "torch_openreg: unknown TORCH_OPENREG_RUNTIME=%s (openreg, shmreg)\n", name);
     std::abort();
   }();
   return chosen;
