@@ -124,6 +124,7 @@ def test_shmreg_memory_lives_in_the_server_process():
     assert "client holds memfd: False" in lines  # only a mapping: the memory is the server's
     assert "server sees the tensor: True" in lines
     [error] = [line for line in lines if line.startswith(("error:", "allocated"))]
+    assert error.startswith("error: shmreg error"), error  # named after its runtime
     assert "shmreg server process" in error and "has exited" in error, error
     assert "fast: True" in lines
 

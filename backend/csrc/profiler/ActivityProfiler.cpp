@@ -3,10 +3,11 @@
 //
 // torch.profiler.profile(activities=[ProfilerActivity.PrivateUse1]) starts
 // Kineto, which configures every registered child profiler; this one switches
-// on libopenreg's activity tracing for the window, forwards the correlation id
-// of each host op to the runtime (so work submitted while an op runs carries
-// its id) and, when the trace is processed, turns the runtime's records into
-// Kineto activities linked to those ops.
+// on the runtime's activity tracing (libopenreg's; shmreg has none) for the
+// window, forwards the correlation id of each host op to the runtime (so
+// work submitted while an op runs carries its id) and, when the trace is
+// processed, turns the runtime's records into Kineto activities linked to
+// those ops.
 //
 // COMPAT(>= 2.13): torch::profiler::impl::PrivateUse1ProfilerRegistry /
 // REGISTER_PRIVATEUSE1_PROFILER (torch/csrc/profiler/standalone/

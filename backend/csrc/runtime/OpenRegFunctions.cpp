@@ -23,7 +23,8 @@ constexpr const char* kBadForkMessage =
 namespace detail {
 void raise_runtime_error(rtError_t err, const char* expr) {
   TORCH_CHECK(!g_in_bad_fork.load(), kBadForkMessage, " (", rtGetErrorString(err), ")");
-  TORCH_CHECK(false, "openreg error (", rtGetErrorName(err), "): ", rtGetErrorString(err),
+  // Named after the runtime: "shmreg error (...)" must not read as openreg's.
+  TORCH_CHECK(false, rt::api().name, " error (", rtGetErrorName(err), "): ", rtGetErrorString(err),
               " [", expr, "]");
 }
 } // namespace detail
