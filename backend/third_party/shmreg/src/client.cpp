@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,19 +89,25 @@ int& current_device() {
 // [shmreg-fork]
 shmError_t Client::get(Client** out) {
   // Never destroyed: stream threads may still use it while the process exits.
-  static Client* client = nullptr;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  if (client != nullptr && client->owner_pid_ != getpid()) return shmErrorInitializationError;
-  if (client == nullptr) {
-    auto* c = new Client;
-    if (shmError_t e = c->connect(); e != shmSuccess) {
-      delete c;
-      return e;
+  static std::atomic<Client*> client{nullptr};
+  Client* c = client.load(std::memory_order_acquire);
+  if (c == nullptr) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    c = client.load(std::memory_order_relaxed);
+    if (c == nullptr) {
+      c = new Client;
+      if (shmError_t e = c->connect(); e != shmSuccess) {
+        delete c;
+        return e;
+      }
+      client.store(c, std::memory_order_release);
     }
-    client = c;
   }
-  *out = client;
+  // Checked before any lock: a child forked while a parent thread held one
+  // must get this error, not a deadlock.
+  if (c->owner_pid_ != getpid()) return shmErrorInitializationError;
+  *out = c;
   return shmSuccess;
 }
 // [/shmreg-fork]
