@@ -32,7 +32,7 @@ enum rtError_t : int {
   rtErrorNotPermitted = 11,
   rtErrorNotSupported = 12,          // this runtime lacks the feature (e.g. tracing)
   rtErrorDeviceUnavailable = 13,     // the device is gone (shmreg: its server process exited)
-  rtErrorUnknown = 999,              // e.g. the runtime's server process is gone
+  rtErrorUnknown = 999,
 };
 
 enum rtMemcpyKind : int {
