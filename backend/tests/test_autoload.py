@@ -1,6 +1,7 @@
 """Autoload through the `torch.backends` entry point, in fresh interpreters."""
 
 from importlib.metadata import entry_points
+
 from conftest import DEVICE_TYPE
 
 

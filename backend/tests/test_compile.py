@@ -11,8 +11,8 @@ import torch
 import torch._dynamo
 import torch._dynamo.testing
 import torch_openreg._C as _C
-from torch._inductor.utils import run_and_get_code
 from conftest import DEVICE_MODULE, DEVICE_TYPE
+from torch._inductor.utils import run_and_get_code
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE
 from torch.profiler import ProfilerActivity, profile
 from torch_openreg import _C
-from conftest import DEVICE_MODULE
 
 pytestmark = pytest.mark.skipif(
     not _C._has_kineto_plugin(),

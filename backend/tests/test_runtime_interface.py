@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_python
 
 # Exercises the interface end to end: devices, allocation, copies both ways,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from conftest import DEVICE_MODULE, DEVICE_TYPE
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def _inputs(*shape, dtype=torch.float32, seed=0):

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-
-from torch_openreg._runtime import DEVICE_TYPE
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
+
+from torch_openreg._runtime import DEVICE_TYPE
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 

@@ -17,8 +17,6 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from torch_openreg._runtime import DEVICE_TYPE
-
 from torch._inductor.codecache import CppPythonBindingsCodeCache
 from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
 from torch._inductor.codegen.cpp import CppScheduling
@@ -26,6 +24,7 @@ from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu  # noqa: F401 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
 import torch_openreg._C as _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 _LAUNCHER_ENV = "_TORCH_OPENREG_HOST_KERNEL_LAUNCHER"
 
