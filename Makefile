@@ -9,6 +9,9 @@ BIN      := $(VENV)/bin
 TORCH    ?= torch==2.13.0
 PORT     ?= 8000
 STAMP    := $(VENV)/.stamp
+# The bundled backend's runtimes (backend/docs/runtimes.md): one build, and its
+# tests run once per runtime, the device named after it.
+RUNTIMES ?= openreg shmreg
 
 .PHONY: run test setup backend test-service test-backend test-runtime lint browser clean check-deploy
 
@@ -46,17 +49,24 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# Each runtime's own tests (C/C++, no torch): backend/third_party/<runtime>.
 test-runtime:
-	cmake -S backend/third_party/openreg -B build/openreg -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build build/openreg
-	ctest --test-dir build/openreg --output-on-failure
+	@set -e; for rt in $(RUNTIMES); do \
+	  cmake -S backend/third_party/$$rt -B build/$$rt -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null; \
+	  cmake --build build/$$rt; \
+	  ctest --test-dir build/$$rt --output-on-failure; \
+	done
 
-# Its own tests, then the conformance suite (conformance/) against its device.
+# Its own tests, then the conformance suite (conformance/) against its device,
+# once per runtime.
 test-backend: backend
-	cd backend && ../$(BIN)/python -m pytest tests -q -p no:cacheprovider
 	$(BIN)/pip install -q --no-deps --no-build-isolation -e ./conformance
-	$(BIN)/python -m pytest --pyargs ootci_conformance.suite -p ootci_conformance --device-type openreg \
-	  -q -p no:cacheprovider
+	@set -e; for rt in $(RUNTIMES); do \
+	  echo "== runtime $$rt"; \
+	  (cd backend && TORCH_OPENREG_RUNTIME=$$rt ../$(BIN)/python -m pytest tests -q -p no:cacheprovider); \
+	  TORCH_OPENREG_RUNTIME=$$rt $(BIN)/python -m pytest --pyargs ootci_conformance.suite \
+	    -p ootci_conformance --device-type $$rt -q -p no:cacheprovider; \
+	done
 
 # The browser tests get a process of their own: Playwright's sync API keeps an event loop
 # running in the main thread for the whole session, which asyncio-using tests cannot share.

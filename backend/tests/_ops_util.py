@@ -11,11 +11,12 @@ from typing import Any
 import torch
 
 import torch_openreg  # noqa: F401
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 C = torch_openreg._C
 
 
-def to_device(value: Any, device: str | torch.device = "openreg") -> Any:
+def to_device(value: Any, device: str | torch.device = DEVICE_TYPE) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device)
     if isinstance(value, (list, tuple)):
@@ -47,7 +48,7 @@ def count_paths() -> Iterator[PathCounter]:
     counter = PathCounter()
     before = C._kernel_counters()
     yield counter
-    torch.openreg.synchronize()
+    DEVICE_MODULE.synchronize()
     after = C._kernel_counters()
     counter.native = after["native_launches"] - before["native_launches"]
     counter.fallback = after["cpu_fallbacks"] - before["cpu_fallbacks"]

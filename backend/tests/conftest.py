@@ -8,6 +8,7 @@ entry point in fresh interpreters.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,8 +27,43 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import torch_openreg  # noqa: E402,F401
+from torch_openreg import _runtime  # noqa: E402
 
-DEVICE = torch.device("openreg", 0)
+# [retarget]
+# The suite runs once per runtime (TORCH_OPENREG_RUNTIME); the device is named
+# after the runtime, so tests say DEVICE_TYPE / DEVICE_MODULE where they mean
+# "this backend's device", and code run in a fresh interpreter is written for
+# "openreg" and retargeted.
+DEVICE_TYPE = _runtime.DEVICE_TYPE
+DEVICE_MODULE = getattr(torch, DEVICE_TYPE)
+DEVICE = torch.device(DEVICE_TYPE, 0)
+
+
+def retarget(code: str) -> str:
+    """`code` written for the openreg device, for this run's device."""
+    if DEVICE_TYPE == "openreg":
+        return code
+    # torch_openreg (the package), torch.ops.openreg (the op namespace) and the
+    # "openreg" compile backend keep their names; the device and its module do not.
+    code = re.sub(r"(?<![\w.])torch\.openreg\b", f"torch.{DEVICE_TYPE}", code)
+    code = re.sub(r"\bis_openreg\b", f"is_{DEVICE_TYPE}", code)
+    code = re.sub(r"\.openreg\(", f".{DEVICE_TYPE}(", code)
+    return re.sub(r"""(["'])openreg(:\d+)?\1""", rf"\1{DEVICE_TYPE}\2\1", code)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "openreg_runtime: needs what only the emulated openreg runtime does (skipped on others)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _runtime.RUNTIME == "openreg":
+        return
+    skip = pytest.mark.skip(reason=f"openreg runtime only (this run: {_runtime.RUNTIME})")
+    for item in items:
+        if item.get_closest_marker("openreg_runtime"):
+            item.add_marker(skip)
+# [/retarget]
 
 
 @pytest.fixture
@@ -37,19 +73,19 @@ def device() -> torch.device:
 
 @pytest.fixture
 def two_devices() -> tuple[torch.device, torch.device]:
-    if torch.openreg.device_count() < 2:
-        pytest.skip("needs 2 openreg devices (OPENREG_DEVICE_COUNT)")
-    return torch.device("openreg", 0), torch.device("openreg", 1)
+    if DEVICE_MODULE.device_count() < 2:
+        pytest.skip("needs 2 devices (OPENREG_DEVICE_COUNT)")
+    return torch.device(DEVICE_TYPE, 0), torch.device(DEVICE_TYPE, 1)
 
 
 @pytest.fixture(autouse=True)
 def _restore_device_state():
     """Each test starts on device 0 with default streams, whatever the last one did."""
     yield
-    for i in range(torch.openreg.device_count()):
-        torch.openreg.set_stream(torch.openreg.default_stream(i))
-        torch.openreg.synchronize(i)
-    torch.openreg.set_device(0)
+    for i in range(DEVICE_MODULE.device_count()):
+        DEVICE_MODULE.set_stream(DEVICE_MODULE.default_stream(i))
+        DEVICE_MODULE.synchronize(i)
+    DEVICE_MODULE.set_device(0)
 
 
 def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 180,
@@ -76,4 +112,4 @@ def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float =
 
 @pytest.fixture
 def python():
-    return run_python
+    return lambda code, **kw: run_python(retarget(code), **kw)

@@ -2,36 +2,37 @@
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 def test_current_accelerator_is_openreg():
     assert torch.accelerator.is_available()
     acc = torch.accelerator.current_accelerator()
-    assert acc is not None and acc.type == "openreg"
-    assert torch.accelerator.device_count() == torch.openreg.device_count()
+    assert acc is not None and acc.type == DEVICE_TYPE
+    assert torch.accelerator.device_count() == DEVICE_MODULE.device_count()
 
 
 def test_set_device_index(two_devices):
     torch.accelerator.set_device_index(1)
     assert torch.accelerator.current_device_index() == 1
-    assert torch.openreg.current_device() == 1
+    assert DEVICE_MODULE.current_device() == 1
     torch.accelerator.set_device_index(0)
-    assert torch.openreg.current_device() == 0
+    assert DEVICE_MODULE.current_device() == 0
 
 
 @pytest.mark.skipif(not hasattr(torch.accelerator, "device_index"), reason="torch.accelerator.device_index absent")
 def test_device_index_context(two_devices):
     with torch.accelerator.device_index(1):
-        assert torch.openreg.current_device() == 1
-    assert torch.openreg.current_device() == 0
+        assert DEVICE_MODULE.current_device() == 1
+    assert DEVICE_MODULE.current_device() == 0
 
 
 def test_streams_through_accelerator(device):
-    s = torch.Stream(device="openreg")
+    s = torch.Stream(device=DEVICE_TYPE)
     torch.accelerator.set_stream(s)
     assert torch.accelerator.current_stream() == s
-    assert torch.openreg.current_stream() == s
-    torch.accelerator.set_stream(torch.openreg.default_stream())
+    assert DEVICE_MODULE.current_stream() == s
+    torch.accelerator.set_stream(DEVICE_MODULE.default_stream())
     torch.accelerator.synchronize()
 
 
@@ -41,15 +42,15 @@ def test_accelerator_memory_apis(device):
     base = torch.accelerator.memory_allocated()
     t = torch.empty(1 << 20, dtype=torch.uint8, device=device)
     assert torch.accelerator.memory_allocated() == base + (1 << 20)
-    assert torch.accelerator.memory_allocated() == torch.openreg.memory_allocated()
-    assert torch.accelerator.memory_reserved() == torch.openreg.memory_reserved()
+    assert torch.accelerator.memory_allocated() == DEVICE_MODULE.memory_allocated()
+    assert torch.accelerator.memory_reserved() == DEVICE_MODULE.memory_reserved()
     stats = torch.accelerator.memory_stats()
-    assert stats["allocated_bytes.all.current"] == torch.openreg.memory_allocated()
+    assert stats["allocated_bytes.all.current"] == DEVICE_MODULE.memory_allocated()
     torch.accelerator.reset_peak_memory_stats()
     assert torch.accelerator.max_memory_allocated() == torch.accelerator.memory_allocated()
     del t
     torch.accelerator.empty_cache()
-    assert torch.openreg.memory_reserved() == torch.openreg.memory_allocated()
+    assert DEVICE_MODULE.memory_reserved() == DEVICE_MODULE.memory_allocated()
 
 
 def test_pin_memory_targets_the_accelerator(device):
@@ -61,8 +62,8 @@ def test_pin_memory_targets_the_accelerator(device):
 
 
 def test_generic_events_with_timing(device):
-    a = torch.Event(device="openreg", enable_timing=True)
-    b = torch.Event(device="openreg", enable_timing=True)
+    a = torch.Event(device=DEVICE_TYPE, enable_timing=True)
+    b = torch.Event(device=DEVICE_TYPE, enable_timing=True)
     a.record()
     torch.ones(1000, device=device).sum()
     b.record()
@@ -75,15 +76,15 @@ def test_device_capability_lists_every_dtype_the_device_allocates():
 
     if not _compat.HAS_DEVICE_CAPABILITY:
         pytest.skip("torch.accelerator.get_device_capability needs torch >= 2.10")
-    for index in range(torch.openreg.device_count()):
-        dtypes = torch.accelerator.get_device_capability(f"openreg:{index}")["supported_dtypes"]
+    for index in range(DEVICE_MODULE.device_count()):
+        dtypes = torch.accelerator.get_device_capability(f"{DEVICE_TYPE}:{index}")["supported_dtypes"]
         assert {torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.bool,
                 torch.complex64, torch.qint8, torch.quint8} <= set(dtypes)
         for dtype in (torch.float16, torch.bfloat16, torch.complex64, torch.uint8):
-            t = torch.ones(3, dtype=torch.float32).to(f"openreg:{index}").to(dtype)
+            t = torch.ones(3, dtype=torch.float32).to(f"{DEVICE_TYPE}:{index}").to(dtype)
             assert t.dtype == dtype and torch.equal(t.cpu(), torch.ones(3, dtype=dtype))
     with pytest.raises(RuntimeError, match="device index is out of range"):
-        torch.accelerator.get_device_capability(f"openreg:{torch.openreg.device_count()}")
+        torch.accelerator.get_device_capability(f"{DEVICE_TYPE}:{DEVICE_MODULE.device_count()}")
 
 
 def test_out_of_range_index_is_a_runtime_error_as_on_cuda():
@@ -91,7 +92,7 @@ def test_out_of_range_index_is_a_runtime_error_as_on_cuda():
     with pytest.raises(RuntimeError, match="The device index is out of range"):
         torch.accelerator.set_device_index(count)
     with pytest.raises(RuntimeError, match="The device index is out of range"):
-        torch.empty(1, device=f"openreg:{count}")
+        torch.empty(1, device=f"{DEVICE_TYPE}:{count}")
     assert torch.accelerator.current_device_index() == 0
 
 

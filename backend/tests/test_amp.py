@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 LOWER = [torch.float16, torch.bfloat16]
@@ -15,8 +16,8 @@ LOWER = [torch.float16, torch.bfloat16]
 def test_matmul_family_runs_in_the_autocast_dtype(dtype):
     a, b = torch.randn(8, 4), torch.randn(4, 3)
     bias = torch.randn(3)
-    ad, bd, biasd = a.to("openreg"), b.to("openreg"), bias.to("openreg")
-    with torch.autocast("openreg", dtype=dtype):
+    ad, bd, biasd = a.to(DEVICE_TYPE), b.to(DEVICE_TYPE), bias.to(DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=dtype):
         outs = {
             "mm": ad @ bd,
             "addmm": torch.addmm(biasd, ad, bd),
@@ -30,9 +31,9 @@ def test_matmul_family_runs_in_the_autocast_dtype(dtype):
 
 
 def test_float32_policy_ops_upcast():
-    x = torch.randn(6).to("openreg")
-    with torch.autocast("openreg", dtype=torch.bfloat16):
-        h = x @ torch.eye(6, device="openreg")  # bfloat16
+    x = torch.randn(6).to(DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.bfloat16):
+        h = x @ torch.eye(6, device=DEVICE_TYPE)  # bfloat16
         assert h.dtype == torch.bfloat16
         assert torch.exp(h).dtype == torch.float32
         assert torch.softmax(h, 0).dtype == torch.float32
@@ -40,43 +41,43 @@ def test_float32_policy_ops_upcast():
 
 
 def test_ops_outside_the_lists_fall_through_unchanged():
-    x = torch.randn(5).to("openreg")
-    with torch.autocast("openreg", dtype=torch.float16):
+    x = torch.randn(5).to(DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.float16):
         y = x + 1
         z = torch.relu(x)
     assert y.dtype == torch.float32 and z.dtype == torch.float32
 
 
 def test_autocast_disabled_and_outside_scope():
-    a = torch.randn(3, 3).to("openreg")
-    with torch.autocast("openreg", dtype=torch.float16, enabled=False):
+    a = torch.randn(3, 3).to(DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.float16, enabled=False):
         assert (a @ a).dtype == torch.float32
-    with torch.autocast("openreg", dtype=torch.float16):
-        assert torch.is_autocast_enabled("openreg")
-        with torch.autocast("openreg", enabled=False):
+    with torch.autocast(DEVICE_TYPE, dtype=torch.float16):
+        assert torch.is_autocast_enabled(DEVICE_TYPE)
+        with torch.autocast(DEVICE_TYPE, enabled=False):
             assert (a @ a).dtype == torch.float32
-    assert not torch.is_autocast_enabled("openreg")
+    assert not torch.is_autocast_enabled(DEVICE_TYPE)
     assert (a @ a).dtype == torch.float32
 
 
 def test_autocast_does_not_touch_cpu_tensors():
     a = torch.randn(3, 3)
-    with torch.autocast("openreg", dtype=torch.float16):
+    with torch.autocast(DEVICE_TYPE, dtype=torch.float16):
         assert (a @ a).dtype == torch.float32
 
 
 def test_default_autocast_dtype_is_supported_by_the_device_module():
-    dtype = torch.get_autocast_dtype("openreg")
-    assert dtype in torch.openreg.get_amp_supported_dtype()
-    with torch.autocast("openreg"):
-        out = torch.ones(2, 2, device="openreg") @ torch.ones(2, 2, device="openreg")
+    dtype = torch.get_autocast_dtype(DEVICE_TYPE)
+    assert dtype in DEVICE_MODULE.get_amp_supported_dtype()
+    with torch.autocast(DEVICE_TYPE):
+        out = torch.ones(2, 2, device=DEVICE_TYPE) @ torch.ones(2, 2, device=DEVICE_TYPE)
     assert out.dtype == dtype
 
 
 def test_backward_through_autocast_gives_float32_grads():
-    w = torch.randn(4, 4, device="openreg", requires_grad=True)
-    x = torch.randn(2, 4, device="openreg")
-    with torch.autocast("openreg", dtype=torch.bfloat16):
+    w = torch.randn(4, 4, device=DEVICE_TYPE, requires_grad=True)
+    x = torch.randn(2, 4, device=DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.bfloat16):
         loss = (x @ w).float().pow(2).sum()
     loss.backward()
     assert w.grad.dtype == torch.float32
@@ -90,11 +91,11 @@ def test_backward_through_autocast_gives_float32_grads():
 def test_openreg_amp_autocast_wrapper():
     from torch_openreg.openreg import amp
 
-    a = torch.randn(4, 4, device="openreg")
+    a = torch.randn(4, 4, device=DEVICE_TYPE)
     with amp.autocast(dtype=torch.float16):
         assert (a @ a).dtype == torch.float16
     with amp.autocast():
-        assert (a @ a).dtype == torch.get_autocast_dtype("openreg")
+        assert (a @ a).dtype == torch.get_autocast_dtype(DEVICE_TYPE)
 
 
 def _scaled_step(scaler, model, opt, x):
@@ -113,12 +114,12 @@ def test_grad_scaler_unscales_before_the_step():
 
     torch.manual_seed(0)
     cpu_model = torch.nn.Linear(4, 2)
-    model = torch.nn.Linear(4, 2).to("openreg")
+    model = torch.nn.Linear(4, 2).to(DEVICE_TYPE)
     model.load_state_dict(cpu_model.state_dict())
     x = torch.randn(8, 4)
     scaler = amp.GradScaler(init_scale=2.0**10)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    _scaled_step(scaler, model, opt, x.to("openreg"))
+    _scaled_step(scaler, model, opt, x.to(DEVICE_TYPE))
 
     # Reference: the same step without scaling, float16 matmul as autocast does.
     ref_opt = torch.optim.SGD(cpu_model.parameters(), lr=0.1)
@@ -134,11 +135,11 @@ def test_grad_scaler_unscales_before_the_step():
 def test_grad_scaler_skips_the_step_on_inf_and_backs_off():
     from torch_openreg.openreg import amp
 
-    model = torch.nn.Linear(4, 2).to("openreg")
+    model = torch.nn.Linear(4, 2).to(DEVICE_TYPE)
     before = [p.detach().cpu().clone() for p in model.parameters()]
     scaler = amp.GradScaler(init_scale=2.0**10)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x = torch.full((8, 4), float("inf"), device="openreg")
+    x = torch.full((8, 4), float("inf"), device=DEVICE_TYPE)
     _scaled_step(scaler, model, opt, x)
     for p, old in zip(model.parameters(), before):
         assert torch.equal(p.detach().cpu(), old)
@@ -165,22 +166,22 @@ def test_policy_covers_every_op_cuda_autocasts():
 
 @pytest.mark.parametrize("dtype", LOWER)
 def test_cuda_policies_apply_on_openreg(dtype):
-    x = torch.rand(2, 4, device="openreg").to(dtype)
-    y = torch.rand(2, 4, device="openreg")  # float32
-    with torch.autocast("openreg", dtype=dtype):
+    x = torch.rand(2, 4, device=DEVICE_TYPE).to(dtype)
+    y = torch.rand(2, 4, device=DEVICE_TYPE)  # float32
+    with torch.autocast(DEVICE_TYPE, dtype=dtype):
         assert torch.asin(x).dtype == torch.float32  # fp32
         assert torch.nn.functional.layer_norm(x, (4,)).dtype == torch.float32
         assert torch.norm(x).dtype == torch.float32  # fp32_append_dtype
         assert torch.cumsum(x, 0).dtype == torch.float32  # fp32_set_opt_dtype
         assert torch.atan2(x, y).dtype == torch.float32  # promote to the widest
-        assert torch.baddbmm(y[None], y[None], torch.eye(4, device="openreg")[None]).dtype == dtype  # lower_precision_fp
+        assert torch.baddbmm(y[None], y[None], torch.eye(4, device=DEVICE_TYPE)[None]).dtype == dtype  # lower_precision_fp
     torch.testing.assert_close(torch.asin(x.float()).cpu(), torch.asin(x.float().cpu()))
 
 
 def test_binary_cross_entropy_is_banned_under_autocast_as_on_cuda():
-    p = torch.rand(3, device="openreg")
-    t = torch.rand(3, device="openreg")
-    with torch.autocast("openreg", dtype=torch.float16):
+    p = torch.rand(3, device=DEVICE_TYPE)
+    t = torch.rand(3, device=DEVICE_TYPE)
+    with torch.autocast(DEVICE_TYPE, dtype=torch.float16):
         with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast"):
             torch.nn.functional.binary_cross_entropy(p, t)
         logits = torch.nn.functional.binary_cross_entropy_with_logits(p, t)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from _ops_util import count_paths
+from conftest import DEVICE_TYPE
 
 
 def grads(fn, *inputs, device):
@@ -39,7 +40,7 @@ def test_gradients_match_cpu(name):
     a = torch.randn(4, 6, generator=g, dtype=torch.float64)
     b = torch.randn(4, 6, generator=g, dtype=torch.float64)
     cpu_out, cpu_grads = grads(CASES[name], a, b, device="cpu")
-    dev_out, dev_grads = grads(CASES[name], a, b, device="openreg")
+    dev_out, dev_grads = grads(CASES[name], a, b, device=DEVICE_TYPE)
     torch.testing.assert_close(dev_out, cpu_out)
     for dev, cpu in zip(dev_grads, cpu_grads):
         torch.testing.assert_close(dev, cpu)
@@ -50,17 +51,17 @@ def test_gradients_match_cpu(name):
     [torch.relu, torch.nn.functional.gelu, lambda x: torch.softmax(x, 0), lambda x: torch.log_softmax(x, 1)],
 )
 def test_backward_kernels_are_native(fn):
-    x = torch.randn(5, 7, device="openreg", requires_grad=True)
+    x = torch.randn(5, 7, device=DEVICE_TYPE, requires_grad=True)
     out = fn(x)
-    grad = torch.randn(5, 7, device="openreg")
+    grad = torch.randn(5, 7, device=DEVICE_TYPE)
     with count_paths() as paths:
         out.backward(grad)
     assert paths.fallback == 0 and paths.native >= 1
 
 
 def test_gradcheck_on_device():
-    x = torch.randn(3, 4, dtype=torch.float64, device="openreg", requires_grad=True)
-    w = torch.randn(4, 2, dtype=torch.float64, device="openreg", requires_grad=True)
+    x = torch.randn(3, 4, dtype=torch.float64, device=DEVICE_TYPE, requires_grad=True)
+    w = torch.randn(4, 2, dtype=torch.float64, device=DEVICE_TYPE, requires_grad=True)
 
     def fn(x, w):
         return torch.log_softmax(torch.nn.functional.gelu(x @ w), dim=1)
@@ -69,7 +70,7 @@ def test_gradcheck_on_device():
 
 
 def test_gradient_accumulation_across_backward_calls():
-    x = torch.randn(3, device="openreg", requires_grad=True)
+    x = torch.randn(3, device=DEVICE_TYPE, requires_grad=True)
     (x * 2).sum().backward()
     (x * 3).sum().backward()
     torch.testing.assert_close(x.grad.cpu(), torch.full((3,), 5.0))

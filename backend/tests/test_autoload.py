@@ -6,6 +6,8 @@ imported torch already, which is the very thing these tests watch.
 
 from importlib.metadata import entry_points
 
+from conftest import DEVICE_TYPE
+
 
 def test_entry_point_is_declared():
     eps = entry_points(group="torch.backends")
@@ -19,7 +21,7 @@ def test_import_torch_alone_enables_openreg(python):
         print("torch_openreg" in sys.modules, x.device, x.sum().item())
     """, fresh=True)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "openreg:0", "6.0"]
+    assert r.stdout.split() == ["True", f"{DEVICE_TYPE}:0", "6.0"]
 
 
 def test_autoload_can_be_disabled(python):

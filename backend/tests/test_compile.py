@@ -11,6 +11,7 @@ import torch
 import torch._dynamo
 import torch._dynamo.testing
 import torch_openreg._C as _C
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 from torch._inductor.utils import run_and_get_code
 
 pytestmark = pytest.mark.timeout(600)
@@ -43,23 +44,23 @@ def test_registrations():
     )
 
     assert "openreg" in torch._dynamo.list_backends()
-    interface = get_interface_for_device("openreg")
-    assert interface.device_count() == torch.openreg.device_count()
+    interface = get_interface_for_device(DEVICE_TYPE)
+    assert interface.device_count() == DEVICE_MODULE.device_count()
     assert interface.get_raw_stream(0) != 0
     init_backend_registration()
-    assert get_wrapper_codegen_for_device("openreg").__name__ == "OpenRegPythonWrapperCodegen"
+    assert get_wrapper_codegen_for_device(DEVICE_TYPE).__name__ == "OpenRegPythonWrapperCodegen"
 
 
 def test_mlp_compiles_to_device_kernels_and_matches_cpu_eager():
     model = _mlp()
     x = torch.randn(8, 16)
     want = model(x)
-    compiled = torch.compile(copy.deepcopy(model).to("openreg"))
+    compiled = torch.compile(copy.deepcopy(model).to(DEVICE_TYPE))
     _C._reset_kernel_counters()
-    got, codes = run_and_get_code(compiled, x.to("openreg"))
+    got, codes = run_and_get_code(compiled, x.to(DEVICE_TYPE))
     code = "\n".join(codes)  # the forward, and the backward if compiled ahead
     # Inductor's own C++ kernels, bound to launch on the openreg stream.
-    assert "openreg_load_kernel(" in code and "device='openreg'" in code
+    assert "openreg_load_kernel(" in code and f"device='{DEVICE_TYPE}'" in code
     assert _C._kernel_counters()["native_launches"] > 0
     torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
 
@@ -69,7 +70,7 @@ def test_transformer_block_matches_cpu_eager():
     x = torch.randn(2, 10, 32)
     with torch.no_grad():
         want = block(x)
-        got = torch.compile(copy.deepcopy(block).to("openreg"))(x.to("openreg"))
+        got = torch.compile(copy.deepcopy(block).to(DEVICE_TYPE))(x.to(DEVICE_TYPE))
     torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
 
 
@@ -78,9 +79,9 @@ def test_autograd_under_compile_matches_cpu():
     x = torch.randn(8, 16)
     model(x).square().mean().backward()
     want = [p.grad for p in model.parameters()]
-    on_device = copy.deepcopy(model).to("openreg")
+    on_device = copy.deepcopy(model).to(DEVICE_TYPE)
     on_device.zero_grad()
-    torch.compile(on_device)(x.to("openreg")).square().mean().backward()
+    torch.compile(on_device)(x.to(DEVICE_TYPE)).square().mean().backward()
     for p, w in zip(on_device.parameters(), want, strict=True):
         torch.testing.assert_close(p.grad.cpu(), w, rtol=1e-4, atol=1e-5)
 
@@ -94,7 +95,7 @@ def test_graph_break_still_matches():
         return torch.cos(y) + x.sum()
 
     x = torch.randn(32)
-    got = torch.compile(f, backend=counter)(x.to("openreg"))
+    got = torch.compile(f, backend=counter)(x.to(DEVICE_TYPE))
     assert counter.frame_count == 2  # two graphs around the break
     torch.testing.assert_close(got.cpu(), f(x))
 
@@ -108,14 +109,14 @@ def test_dynamic_shapes_compile_once():
     compiled = torch.compile(f, backend=counter, dynamic=True)
     for rows in (3, 7, 12):
         x = torch.randn(rows, 9)
-        torch.testing.assert_close(compiled(x.to("openreg")).cpu(), f(x))
+        torch.testing.assert_close(compiled(x.to(DEVICE_TYPE)).cpu(), f(x))
     assert counter.frame_count == 1
 
 
 def test_recompiles_on_dtype_change_only():
     counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
     compiled = torch.compile(lambda x: (x * x + 1).relu(), backend=counter)
-    x = torch.randn(5, 5, device="openreg")
+    x = torch.randn(5, 5, device=DEVICE_TYPE)
     compiled(x)
     compiled(x + 1)
     assert counter.frame_count == 1
@@ -127,10 +128,10 @@ def test_autocast_under_compile():
     a, b = torch.randn(8, 16), torch.randn(16, 4)
 
     def f(a, b):
-        with torch.autocast("openreg", dtype=torch.bfloat16):
+        with torch.autocast(DEVICE_TYPE, dtype=torch.bfloat16):
             return torch.relu(a @ b)
 
-    got = torch.compile(f)(a.to("openreg"), b.to("openreg"))
+    got = torch.compile(f)(a.to(DEVICE_TYPE), b.to(DEVICE_TYPE))
     assert got.dtype == torch.bfloat16
     with torch.autocast("cpu", dtype=torch.bfloat16):
         want = torch.relu(a @ b)
@@ -140,17 +141,17 @@ def test_autocast_under_compile():
 def test_openreg_backend_by_name():
     x = torch.randn(64)
     f = lambda t: torch.tanh(t) * t.exp()  # noqa: E731
-    got = torch.compile(f, backend="openreg")(x.to("openreg"))
-    assert got.device.type == "openreg"
+    got = torch.compile(f, backend="openreg")(x.to(DEVICE_TYPE))
+    assert got.device.type == DEVICE_TYPE
     torch.testing.assert_close(got.cpu(), f(x))
 
 
 def test_compiled_kernels_are_ordered_on_a_side_stream():
     """Kernels run on the current stream: work queued before on it is seen."""
-    s = torch.openreg.Stream()
+    s = DEVICE_MODULE.Stream()
     f = torch.compile(lambda t: t * 2 + 1)
-    with torch.openreg.stream(s):
-        x = torch.ones(1 << 16, device="openreg")
+    with DEVICE_MODULE.stream(s):
+        x = torch.ones(1 << 16, device=DEVICE_TYPE)
         x.mul_(3)  # queued on s, before the compiled kernel
         y = f(x)
     s.synchronize()

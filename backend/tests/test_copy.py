@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
           torch.int32, torch.int8, torch.uint8, torch.bool, torch.complex64]
@@ -76,7 +77,7 @@ def test_pinned_non_blocking_h2d_and_d2h(device):
     dev = src.to(device, non_blocking=True)
     back = torch.empty(1 << 16).pin_memory()
     back.copy_(dev, non_blocking=True)
-    torch.openreg.synchronize()
+    DEVICE_MODULE.synchronize()
     assert torch.equal(back, src)
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from _ops_util import count_paths
+from conftest import DEVICE_TYPE
 
 
 def test_schema_is_registered():
@@ -18,8 +19,8 @@ def test_schema_is_registered():
 def test_custom_abs_runs_natively_on_openreg():
     x = torch.randn(4, 5)
     with count_paths() as paths:
-        out = torch.ops.openreg.custom_abs(x.to("openreg"))
-    assert out.device.type == "openreg"
+        out = torch.ops.openreg.custom_abs(x.to(DEVICE_TYPE))
+    assert out.device.type == DEVICE_TYPE
     assert paths.native >= 1 and paths.fallback == 0
     torch.testing.assert_close(out.cpu(), x.abs())
 
@@ -46,18 +47,18 @@ def test_custom_abs_under_fake_tensor_mode():
 
 def test_custom_abs_gradient_is_sign():
     x = torch.tensor([-2.0, -0.5, 0.0, 1.5])
-    xd = x.to("openreg").requires_grad_()
+    xd = x.to(DEVICE_TYPE).requires_grad_()
     torch.ops.openreg.custom_abs(xd).sum().backward()
     torch.testing.assert_close(xd.grad.cpu(), torch.tensor([-1.0, -1.0, 0.0, 1.0]))
 
 
 def test_custom_abs_gradcheck_on_device():
-    x = torch.randn(5, dtype=torch.float64).to("openreg").requires_grad_()
+    x = torch.randn(5, dtype=torch.float64).to(DEVICE_TYPE).requires_grad_()
     assert torch.autograd.gradcheck(torch.ops.openreg.custom_abs, (x,))
 
 
 def test_custom_abs_records_its_own_backward_node():
-    x = torch.randn(3, device="openreg", requires_grad=True)
+    x = torch.randn(3, device=DEVICE_TYPE, requires_grad=True)
     out = torch.ops.openreg.custom_abs(x)
     assert out.grad_fn.name().endswith("CustomAbsFunction>")
 
@@ -73,7 +74,7 @@ def test_linear_relu_forward_and_backward_match_cpu_composite(with_bias):
     ref = torch.relu(torch.nn.functional.linear(*ref_params))
     ref.pow(2).sum().backward()
 
-    dev_params = [t.to("openreg").requires_grad_() for t in (x, w, b) if t is not None]
+    dev_params = [t.to(DEVICE_TYPE).requires_grad_() for t in (x, w, b) if t is not None]
     out = torch.ops.openreg.linear_relu(*dev_params)
     assert out.grad_fn.name().endswith("LinearReluFunction>")
     out.pow(2).sum().backward()
@@ -84,12 +85,12 @@ def test_linear_relu_forward_and_backward_match_cpu_composite(with_bias):
 
 
 def test_linear_relu_gradcheck():
-    x = torch.randn(4, 3, dtype=torch.float64, device="openreg", requires_grad=True)
-    w = torch.randn(2, 3, dtype=torch.float64, device="openreg", requires_grad=True)
-    b = torch.randn(2, dtype=torch.float64, device="openreg", requires_grad=True)
+    x = torch.randn(4, 3, dtype=torch.float64, device=DEVICE_TYPE, requires_grad=True)
+    w = torch.randn(2, 3, dtype=torch.float64, device=DEVICE_TYPE, requires_grad=True)
+    b = torch.randn(2, dtype=torch.float64, device=DEVICE_TYPE, requires_grad=True)
     assert torch.autograd.gradcheck(torch.ops.openreg.linear_relu, (x, w, b))
 
 
 def test_linear_relu_rejects_bad_shapes():
     with pytest.raises(RuntimeError, match="expected 2-D input and weight"):
-        torch.ops.openreg.linear_relu(torch.ones(2, 3, 4, device="openreg"), torch.ones(2, 4, device="openreg"))
+        torch.ops.openreg.linear_relu(torch.ones(2, 3, 4, device=DEVICE_TYPE), torch.ones(2, 4, device=DEVICE_TYPE))

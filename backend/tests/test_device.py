@@ -4,12 +4,13 @@ import os
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 def test_device_count_matches_runtime_default(python):
-    assert torch.openreg.is_available()
+    assert DEVICE_MODULE.is_available()
     expected = int(os.environ.get("OPENREG_DEVICE_COUNT", "2"))
-    assert torch.openreg.device_count() == expected
+    assert DEVICE_MODULE.device_count() == expected
 
 
 def test_device_count_follows_env_in_fresh_process(python):
@@ -28,34 +29,34 @@ def test_zero_devices_means_unavailable(python):
 
 
 def test_set_device_changes_default_placement(two_devices):
-    torch.openreg.set_device(1)
-    assert torch.openreg.current_device() == 1
-    t = torch.empty(2, device="openreg")
-    assert t.device == torch.device("openreg", 1)
+    DEVICE_MODULE.set_device(1)
+    assert DEVICE_MODULE.current_device() == 1
+    t = torch.empty(2, device=DEVICE_TYPE)
+    assert t.device == torch.device(DEVICE_TYPE, 1)
 
 
 def test_device_context_manager_restores(two_devices):
-    assert torch.openreg.current_device() == 0
-    with torch.openreg.device(1):
-        assert torch.openreg.current_device() == 1
-        assert torch.ones(1, device="openreg").device.index == 1
-    assert torch.openreg.current_device() == 0
+    assert DEVICE_MODULE.current_device() == 0
+    with DEVICE_MODULE.device(1):
+        assert DEVICE_MODULE.current_device() == 1
+        assert torch.ones(1, device=DEVICE_TYPE).device.index == 1
+    assert DEVICE_MODULE.current_device() == 0
 
 
 def test_generic_device_guard_uses_openreg_guard(two_devices):
     # torch.device as a context manager and ops on device 1 go through the
     # registered DeviceGuardImpl: the current device is restored afterwards.
-    x = torch.ones(3, device="openreg:1")
+    x = torch.ones(3, device=f"{DEVICE_TYPE}:1")
     y = x + x
     assert y.device.index == 1
-    assert torch.openreg.current_device() == 0
+    assert DEVICE_MODULE.current_device() == 0
     assert torch.equal(y.cpu(), torch.full((3,), 2.0))
 
 
 def test_tensor_methods_report_device(device):
     t = torch.zeros(2, device=device)
-    assert t.is_openreg
-    assert t.device.type == "openreg"
+    assert getattr(t, f"is_{DEVICE_TYPE}")
+    assert t.device.type == DEVICE_TYPE
     assert t.get_device() == 0
     assert not t.is_cpu
 
@@ -64,9 +65,9 @@ def test_synchronize_waits_for_queued_work(device):
     x = torch.randn(256, 256, device=device)
     for _ in range(5):
         x = x * 1.0001
-    torch.openreg.synchronize()
-    assert torch.openreg.current_stream().query()
+    DEVICE_MODULE.synchronize()
+    assert DEVICE_MODULE.current_stream().query()
 
 
 def test_device_name_mentions_index():
-    assert "0" in torch.openreg.get_device_name(0)
+    assert "0" in DEVICE_MODULE.get_device_name(0)

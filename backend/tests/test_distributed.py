@@ -20,6 +20,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch built without c10d")
 
@@ -29,7 +30,7 @@ BACKEND_DIR = Path(__file__).resolve().parent.parent
 def _worker(rank: int, world: int, store: str, backend: str, body: Callable[[int, int], None]
             ) -> None:
     dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
-    torch.openreg.set_device(rank % torch.openreg.device_count())
+    DEVICE_MODULE.set_device(rank % DEVICE_MODULE.device_count())
     try:
         body(rank, world)
     finally:
@@ -66,7 +67,7 @@ def spawn(body: Callable[[int, int], None], world: int, tmp_path: Path,
 
 
 def dev() -> torch.device:
-    return torch.device("openreg", torch.openreg.current_device())
+    return torch.device(DEVICE_TYPE, DEVICE_MODULE.current_device())
 
 
 # ---- every collective, against values computed by hand ----------------------
@@ -152,7 +153,7 @@ def _async_work(rank: int, world: int) -> None:
     x = torch.empty(1 << 16, device=d)
     # Inputs are produced on the current stream: the collective must wait for
     # them (the stream is held for 300 ms before the fill runs).
-    torch.openreg._C._sleep(300)
+    DEVICE_MODULE._C._sleep(300)
     x.fill_(float(rank + 1))
     work = dist.all_reduce(x, async_op=True)
     work.wait()  # only orders the current stream after the collective
@@ -209,7 +210,7 @@ def _mismatched_tag(rank: int, world: int) -> None:
         dist.send(t, dst=1, tag=1)
         return
     work = dist.irecv(t, src=0, tag=2)
-    torch.openreg.synchronize()
+    DEVICE_MODULE.synchronize()
     deadline = time.monotonic() + 30
     while not work.is_completed() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -274,14 +275,14 @@ def _ddp(rank: int, world: int) -> None:
 
 
 def test_ddp_on_openreg_matches_gloo_on_cpu(tmp_path: Path) -> None:
-    spawn(_ddp, 2, tmp_path, backend="cpu:gloo,openreg:occl")
+    spawn(_ddp, 2, tmp_path, backend=f"cpu:gloo,{DEVICE_TYPE}:occl")
 
 
 # ---- registration and docs --------------------------------------------------------
 
 def test_occl_is_the_default_backend_of_openreg() -> None:
-    assert dist.Backend.default_device_backend_map.get("openreg") == "occl"
-    assert dist.Backend.backend_capability["occl"] == ["openreg"]
+    assert dist.Backend.default_device_backend_map.get(DEVICE_TYPE) == "occl"
+    assert dist.Backend.backend_capability["occl"] == [DEVICE_TYPE]
 
 
 def test_docs_page_quotes_existing_markers() -> None:

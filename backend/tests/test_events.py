@@ -4,14 +4,15 @@ import pytest
 import torch
 
 import torch_openreg._C as _C
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 def test_unrecorded_event_is_complete():
-    assert torch.openreg.Event().query()
+    assert DEVICE_MODULE.Event().query()
 
 
 def test_record_query_synchronize(device):
-    e = torch.openreg.Event()
+    e = DEVICE_MODULE.Event()
     _C._sleep(200)
     e.record()
     assert not e.query()
@@ -20,8 +21,8 @@ def test_record_query_synchronize(device):
 
 
 def test_elapsed_time_measures_stream_time(device):
-    start = torch.openreg.Event(enable_timing=True)
-    end = torch.openreg.Event(enable_timing=True)
+    start = DEVICE_MODULE.Event(enable_timing=True)
+    end = DEVICE_MODULE.Event(enable_timing=True)
     start.record()
     _C._sleep(100)
     end.record()
@@ -31,7 +32,7 @@ def test_elapsed_time_measures_stream_time(device):
 
 
 def test_elapsed_time_needs_timing(device):
-    start, end = torch.openreg.Event(), torch.openreg.Event()
+    start, end = DEVICE_MODULE.Event(), DEVICE_MODULE.Event()
     start.record()
     end.record()
     end.synchronize()
@@ -42,24 +43,24 @@ def test_elapsed_time_needs_timing(device):
 
 
 def test_event_wait_orders_streams(device):
-    producer, consumer = torch.openreg.Stream(), torch.openreg.Stream()
+    producer, consumer = DEVICE_MODULE.Stream(), DEVICE_MODULE.Stream()
     x = torch.zeros(100, device=device)
-    torch.openreg.synchronize()
-    with torch.openreg.stream(producer):
+    DEVICE_MODULE.synchronize()
+    with DEVICE_MODULE.stream(producer):
         _C._sleep(150)
         x.add_(5)
-        done = torch.openreg.Event()
+        done = DEVICE_MODULE.Event()
         done.record()
     done.wait(consumer)
-    with torch.openreg.stream(consumer):
+    with DEVICE_MODULE.stream(consumer):
         y = x + 1
     consumer.synchronize()
     assert torch.equal(y.cpu(), torch.full((100,), 6.0))
 
 
 def test_stream_record_event_api(device):
-    s = torch.openreg.Stream()
+    s = DEVICE_MODULE.Stream()
     ev = s.record_event()
     ev.synchronize()
     assert ev.query()
-    assert ev.device.type == "openreg"
+    assert ev.device.type == DEVICE_TYPE

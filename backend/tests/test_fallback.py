@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from _ops_util import assert_matches_cpu, count_paths, native_kernels
+from conftest import DEVICE_TYPE
 
 
 def test_sub_tensor_is_a_registered_per_op_fallback():
@@ -15,7 +16,7 @@ def test_sub_tensor_is_a_registered_per_op_fallback():
         out = assert_matches_cpu(torch.sub, a, b)
     assert paths.fallback == 1 and paths.native == 0
     # The result lives on the device of the inputs, not on the CPU.
-    assert out.device.type == "openreg"
+    assert out.device.type == DEVICE_TYPE
 
 
 def test_sub_in_place_and_out_stay_native():
@@ -26,7 +27,7 @@ def test_sub_in_place_and_out_stay_native():
 
 
 def test_sub_fallback_keeps_pytorch_errors():
-    t = torch.ones(2, dtype=torch.bool, device="openreg")
+    t = torch.ones(2, dtype=torch.bool, device=DEVICE_TYPE)
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
         torch.sub(t, t)
 
@@ -48,12 +49,12 @@ def test_op_without_native_kernel_uses_the_global_fallback():
     # cumsum has no native kernel: the global boxed fallback runs it on the CPU.
     x = torch.randn(3, 4)
     out = assert_matches_cpu(lambda t: t.cumsum(1), x)
-    assert out.device.type == "openreg"
+    assert out.device.type == DEVICE_TYPE
 
 
 def test_in_place_op_through_fallback_mutates_the_device_tensor():
     x = torch.randn(10)
-    dev = x.to("openreg")
+    dev = x.to(DEVICE_TYPE)
     alias = dev[2:5]
     dev.clamp_(min=0)  # no native kernel: fallback must write back in place
     torch.testing.assert_close(alias.cpu(), x.clamp(min=0)[2:5])
@@ -71,7 +72,7 @@ def test_in_place_op_through_fallback_mutates_the_device_tensor():
 )
 def test_native_and_fallback_paths_agree(fn):
     x, y = torch.randn(6, 6, dtype=torch.float64), torch.randn(6, 6, dtype=torch.float64)
-    xd, yd = x.to("openreg"), y.to("openreg")
+    xd, yd = x.to(DEVICE_TYPE), y.to(DEVICE_TYPE)
     native = fn(xd, yd).cpu()
     with native_kernels(False), count_paths() as paths:
         fallback = fn(xd, yd).cpu()

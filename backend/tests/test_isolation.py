@@ -2,7 +2,10 @@
 
 import signal
 
+import pytest
 
+
+@pytest.mark.openreg_runtime  # openreg guards device memory; shmreg's is a plain shared mapping
 def test_host_read_of_device_memory_segfaults(python):
     r = python("""
         import ctypes, torch, torch_openreg
@@ -16,6 +19,7 @@ def test_host_read_of_device_memory_segfaults(python):
     assert r.stdout.split() == ["before"]
 
 
+@pytest.mark.openreg_runtime  # openreg guards device memory; shmreg's is a plain shared mapping
 def test_host_write_of_device_memory_segfaults(python):
     r = python("""
         import ctypes, torch, torch_openreg

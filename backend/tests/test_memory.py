@@ -4,32 +4,33 @@ import pytest
 import torch
 
 import torch_openreg._C as _C
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 MiB = 1 << 20
 
 
 def _stats():
-    return torch.openreg.memory_stats(0)
+    return DEVICE_MODULE.memory_stats(0)
 
 
 def test_allocation_is_counted_and_released(device):
-    torch.openreg.synchronize()
-    before = torch.openreg.memory_allocated(0)
+    DEVICE_MODULE.synchronize()
+    before = DEVICE_MODULE.memory_allocated(0)
     t = torch.empty(1000, dtype=torch.float32, device=device)  # 4000 B -> 4096 B block
-    assert torch.openreg.memory_allocated(0) - before == 4096
+    assert DEVICE_MODULE.memory_allocated(0) - before == 4096
     del t
-    assert torch.openreg.memory_allocated(0) == before
+    assert DEVICE_MODULE.memory_allocated(0) == before
 
 
 def test_freed_block_is_cached_and_reused(device):
-    torch.openreg.empty_cache()
+    DEVICE_MODULE.empty_cache()
     t = torch.empty(MiB, dtype=torch.uint8, device=device)
     ptr = t.data_ptr()
     device_allocs = _stats()["num_device_alloc"]
-    reserved = torch.openreg.memory_reserved(0)
+    reserved = DEVICE_MODULE.memory_reserved(0)
     del t
     # Freed, not returned: still reserved.
-    assert torch.openreg.memory_reserved(0) == reserved
+    assert DEVICE_MODULE.memory_reserved(0) == reserved
     t2 = torch.empty(MiB, dtype=torch.uint8, device=device)
     assert t2.data_ptr() == ptr
     assert _stats()["num_device_alloc"] == device_allocs
@@ -38,21 +39,21 @@ def test_freed_block_is_cached_and_reused(device):
 def test_empty_cache_returns_memory_to_runtime(device):
     t = torch.empty(4 * MiB, dtype=torch.uint8, device=device)
     del t
-    assert torch.openreg.memory_reserved(0) >= 4 * MiB
+    assert DEVICE_MODULE.memory_reserved(0) >= 4 * MiB
     frees = _stats()["num_device_free"]
-    torch.openreg.empty_cache()
-    assert torch.openreg.memory_reserved(0) == torch.openreg.memory_allocated(0)
+    DEVICE_MODULE.empty_cache()
+    assert DEVICE_MODULE.memory_reserved(0) == DEVICE_MODULE.memory_allocated(0)
     assert _stats()["num_device_free"] > frees
 
 
 def test_peak_and_reset_peak(device):
-    torch.openreg.reset_peak_memory_stats(0)
-    base = torch.openreg.memory_allocated(0)
+    DEVICE_MODULE.reset_peak_memory_stats(0)
+    base = DEVICE_MODULE.memory_allocated(0)
     big = torch.empty(8 * MiB, dtype=torch.uint8, device=device)
     del big
-    assert torch.openreg.max_memory_allocated(0) >= base + 8 * MiB
-    torch.openreg.reset_peak_memory_stats(0)
-    assert torch.openreg.max_memory_allocated(0) == torch.openreg.memory_allocated(0)
+    assert DEVICE_MODULE.max_memory_allocated(0) >= base + 8 * MiB
+    DEVICE_MODULE.reset_peak_memory_stats(0)
+    assert DEVICE_MODULE.max_memory_allocated(0) == DEVICE_MODULE.memory_allocated(0)
 
 
 def test_stats_keys_and_pools(device):
@@ -72,29 +73,29 @@ def test_stats_keys_and_pools(device):
 
 
 def test_stats_are_per_device(two_devices):
-    before = torch.openreg.memory_allocated(1)
-    t = torch.empty(MiB, dtype=torch.uint8, device="openreg:1")
-    assert torch.openreg.memory_allocated(1) == before + MiB
+    before = DEVICE_MODULE.memory_allocated(1)
+    t = torch.empty(MiB, dtype=torch.uint8, device=f"{DEVICE_TYPE}:1")
+    assert DEVICE_MODULE.memory_allocated(1) == before + MiB
     assert t.device.index == 1
     del t
 
 
 def test_mem_get_info_sees_runtime_arena(device):
-    torch.openreg.empty_cache()
-    free0, total = torch.openreg.mem_get_info(0)
+    DEVICE_MODULE.empty_cache()
+    free0, total = DEVICE_MODULE.mem_get_info(0)
     assert 0 < free0 <= total
     t = torch.empty(16 * MiB, dtype=torch.uint8, device=device)
-    free1, _ = torch.openreg.mem_get_info(0)
+    free1, _ = DEVICE_MODULE.mem_get_info(0)
     assert free1 <= free0 - 16 * MiB
     del t
 
 
 def test_record_stream_defers_reuse_until_side_stream_done(device):
-    torch.openreg.empty_cache()
-    side = torch.openreg.Stream()
+    DEVICE_MODULE.empty_cache()
+    side = DEVICE_MODULE.Stream()
     t = torch.empty(MiB, dtype=torch.uint8, device=device)
     ptr = t.data_ptr()
-    with torch.openreg.stream(side):
+    with DEVICE_MODULE.stream(side):
         _C._sleep(300)  # side stream busy "using" t
     t.record_stream(side)
     del t
@@ -136,34 +137,34 @@ def test_pinned_host_memory(device):
 def test_pinned_host_allocator_counts_blocks_in_use_and_held(device):
     # Names and meanings as torch >= 2.10's at::HostStats on every release (2.9 keeps
     # them under other names: csrc/runtime/OpenRegHostAllocator.cpp maps them).
-    torch.openreg.host_empty_cache()
-    torch.openreg.reset_peak_host_memory_stats()
-    before = torch.openreg.host_memory_stats()
+    DEVICE_MODULE.host_empty_cache()
+    DEVICE_MODULE.reset_peak_host_memory_stats()
+    before = DEVICE_MODULE.host_memory_stats()
     assert set(before) == {f"{stat}.{kind}"
                            for stat in ("active_requests", "active_bytes", "allocations",
                                         "allocated_bytes")
                            for kind in ("current", "peak", "allocated", "freed")}
     nbytes = 3 << 20
     p = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-    held = torch.openreg.host_memory_stats()
+    held = DEVICE_MODULE.host_memory_stats()
     assert held["active_requests.current"] == before["active_requests.current"] + 1
     assert held["active_bytes.current"] - before["active_bytes.current"] >= nbytes
     assert held["allocations.current"] == before["allocations.current"] + 1  # cache was empty
     assert held["allocated_bytes.current"] - before["allocated_bytes.current"] >= nbytes
 
     del p  # back to the cache: no longer in use, still held
-    cached = torch.openreg.host_memory_stats()
+    cached = DEVICE_MODULE.host_memory_stats()
     assert cached["active_requests.current"] == before["active_requests.current"]
     assert cached["active_bytes.current"] == before["active_bytes.current"]
     assert cached["allocations.current"] == held["allocations.current"]
     assert cached["active_bytes.peak"] >= nbytes
 
     again = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)  # served from the cache
-    assert torch.openreg.host_memory_stats()["allocations.allocated"] == held["allocations.allocated"]
+    assert DEVICE_MODULE.host_memory_stats()["allocations.allocated"] == held["allocations.allocated"]
     del again
-    torch.openreg.host_empty_cache()
-    torch.openreg.reset_peak_host_memory_stats()
-    empty = torch.openreg.host_memory_stats()
+    DEVICE_MODULE.host_empty_cache()
+    DEVICE_MODULE.reset_peak_host_memory_stats()
+    empty = DEVICE_MODULE.host_memory_stats()
     assert empty["allocations.current"] == before["allocations.current"]
     assert empty["allocated_bytes.current"] == before["allocated_bytes.current"]
     assert empty["active_bytes.peak"] == empty["active_bytes.current"]

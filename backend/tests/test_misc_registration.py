@@ -9,36 +9,38 @@ import pytest
 import torch
 
 import torch_openreg._C as _C
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 def test_backend_is_renamed_and_module_registered():
-    assert torch._C._get_privateuse1_backend_name() == "openreg"
-    assert torch.device("openreg:1").type == "openreg"
-    assert torch.openreg.__name__ == "torch_openreg.openreg"
-    assert torch._utils._get_device_module("openreg") is torch.openreg
+    assert torch._C._get_privateuse1_backend_name() == DEVICE_TYPE
+    assert torch.device(f"{DEVICE_TYPE}:1").type == DEVICE_TYPE
+    assert DEVICE_MODULE.__name__ == "torch_openreg.openreg"
+    assert torch._utils._get_device_module(DEVICE_TYPE) is DEVICE_MODULE
 
 
 def test_generated_tensor_methods(device):
     cpu = torch.arange(4.0)
-    t = cpu.openreg()
-    assert t.is_openreg and t.device == device
-    assert not cpu.is_openreg
+    # The generated names follow the device: .openreg()/.is_openreg, or .shmreg()/.is_shmreg.
+    t = getattr(cpu, DEVICE_TYPE)()
+    assert getattr(t, f"is_{DEVICE_TYPE}") and t.device == device
+    assert not getattr(cpu, f"is_{DEVICE_TYPE}")
     assert torch.equal(t.cpu(), cpu)
 
 
 def test_generated_module_methods(device):
     m = torch.nn.Linear(3, 2)
-    m.openreg()
+    getattr(m, DEVICE_TYPE)()
     assert all(p.device == device for p in m.parameters())
 
 
 def test_generated_storage_methods(device):
-    s = torch.arange(3.0).untyped_storage().openreg()
-    assert s.is_openreg and s.device == device
+    s = getattr(torch.arange(3.0).untyped_storage(), DEVICE_TYPE)()
+    assert getattr(s, f"is_{DEVICE_TYPE}") and s.device == device
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # TypedStorage is deprecated upstream
-        ts = torch.arange(3.0).storage().openreg()
-        assert ts.is_openreg
+        ts = getattr(torch.arange(3.0).storage(), DEVICE_TYPE)()
+        assert getattr(ts, f"is_{DEVICE_TYPE}")
 
 
 def _roundtrip(obj, **load_kwargs):
@@ -56,13 +58,13 @@ def test_save_load_keeps_device_and_values(device):
 
 
 def test_save_load_with_map_location(two_devices):
-    t = torch.randn(3).to("openreg:1")
+    t = torch.randn(3).to(f"{DEVICE_TYPE}:1")
     assert _roundtrip(t, map_location="cpu").device.type == "cpu"
-    moved = _roundtrip(t, map_location="openreg:0")
-    assert moved.device == torch.device("openreg:0")
+    moved = _roundtrip(t, map_location=f"{DEVICE_TYPE}:0")
+    assert moved.device == torch.device(f"{DEVICE_TYPE}:0")
     assert torch.equal(moved.cpu(), t.cpu())
-    to_dev = _roundtrip(t.cpu(), map_location="openreg:1")
-    assert to_dev.device == torch.device("openreg:1")
+    to_dev = _roundtrip(t.cpu(), map_location=f"{DEVICE_TYPE}:1")
+    assert to_dev.device == torch.device(f"{DEVICE_TYPE}:1")
 
 
 def test_save_load_views_share_storage(device):
@@ -83,9 +85,9 @@ def test_backend_meta_survives_serialization(device):
 
 
 def test_state_dict_roundtrip(device):
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).openreg()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).to(DEVICE_TYPE)
     sd = _roundtrip(model.state_dict())
-    fresh = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).openreg()
+    fresh = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).to(DEVICE_TYPE)
     fresh.load_state_dict(sd)
     for p, q in zip(model.parameters(), fresh.parameters()):
         assert torch.equal(p.detach().cpu(), q.detach().cpu())
@@ -153,9 +155,9 @@ def test_profiler_fallback_reports_device_time(device):
     # Without a Kineto plugin the profiler times openreg ops with the
     # registered PrivateUse1 profiler stubs (events on the current stream).
     x = torch.randn(256, 256, device=device)
-    with torch.autograd.profiler.profile(use_device="openreg", use_kineto=False) as prof:
+    with torch.autograd.profiler.profile(use_device=DEVICE_TYPE, use_kineto=False) as prof:
         y = torch.mm(x, x)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     mm = [e for e in prof.function_events if e.name == "aten::mm"]
     assert mm, [e.name for e in prof.function_events]
     assert mm[0].device_time_total > 0

@@ -16,6 +16,7 @@ from torch.testing._internal.common_methods_invocations import (
 from torch.utils._pytree import tree_map
 
 import torch_openreg  # noqa: F401
+from conftest import DEVICE_TYPE
 
 DTYPE = torch.float32
 # The first samples already cover broadcasting, scalars and non-contiguous
@@ -91,7 +92,7 @@ def _to(device):
 def _compare(actual, expected, tol):
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor)
-        assert actual.device.type == "openreg"
+        assert actual.device.type == DEVICE_TYPE
         torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)
     elif isinstance(expected, (list, tuple)):
         assert len(actual) == len(expected)
@@ -109,10 +110,10 @@ def test_op_matches_cpu(op):
     assert samples, f"{op.name}: no float32 samples"
     for sample in samples:
         expected = op(sample.input, *sample.args, **sample.kwargs)
-        inp = tree_map(_to("openreg"), sample.input)
-        args = tree_map(_to("openreg"), sample.args)
-        kwargs = tree_map(_to("openreg"), sample.kwargs)
+        inp = tree_map(_to(DEVICE_TYPE), sample.input)
+        args = tree_map(_to(DEVICE_TYPE), sample.args)
+        kwargs = tree_map(_to(DEVICE_TYPE), sample.kwargs)
         if "device" in kwargs:  # factory-like ops (ones_like, full_like, ...)
-            kwargs["device"] = "openreg"
+            kwargs["device"] = DEVICE_TYPE
         actual = op(inp, *args, **kwargs)
         _compare(actual, expected, TOLERANCES.get(op.name, {"rtol": 1e-5, "atol": 1e-5}))

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from _ops_util import assert_matches_cpu, count_paths, native_kernels
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 NATIVE_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32]
 
@@ -110,13 +111,13 @@ def test_comparison_out_of_other_dtype_casts():
 
 
 def test_errors_match_cpu_semantics():
-    i = torch.arange(4).to("openreg")
+    i = torch.arange(4).to(DEVICE_TYPE)
     with pytest.raises(RuntimeError, match="result type Float can't be cast"):
-        i.add_(torch.ones(4, device="openreg"))
+        i.add_(torch.ones(4, device=DEVICE_TYPE))
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
-        torch.ones(3, device="openreg").add_(torch.ones(2, 3, device="openreg"))
+        torch.ones(3, device=DEVICE_TYPE).add_(torch.ones(2, 3, device=DEVICE_TYPE))
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
-        torch.ones(2, dtype=torch.bool, device="openreg") - torch.ones(2, dtype=torch.bool, device="openreg")
+        torch.ones(2, dtype=torch.bool, device=DEVICE_TYPE) - torch.ones(2, dtype=torch.bool, device=DEVICE_TYPE)
 
 
 def test_cross_device_binary_op_raises(two_devices):
@@ -180,13 +181,13 @@ def test_fill_and_zero(dtype):
 def test_fill_with_device_scalar_tensor():
     x = torch.zeros(3, 3)
     v = torch.tensor(2.5)
-    out = x.to("openreg").fill_(v.to("openreg"))
+    out = x.to(DEVICE_TYPE).fill_(v.to(DEVICE_TYPE))
     torch.testing.assert_close(out.cpu(), x.fill_(v))
 
 
 def test_fill_out_of_range_value_raises_like_cpu():
     with pytest.raises(RuntimeError, match="value cannot be converted"):
-        torch.zeros(2, dtype=torch.int32, device="openreg").fill_(2**40)
+        torch.zeros(2, dtype=torch.int32, device=DEVICE_TYPE).fill_(2**40)
 
 
 @pytest.mark.parametrize("src_dtype", [torch.float32, torch.float64, torch.int64, torch.int32, torch.bool])
@@ -253,7 +254,7 @@ def test_full_sum_is_bitwise_reproducible():
     n = 1 << 21
     x = torch.randn(n, generator=g, dtype=torch.float64)
     x = x * torch.pow(10, torch.rand(n, generator=g, dtype=torch.float64) * 16 - 8)
-    on_device = x.to("openreg")
+    on_device = x.to(DEVICE_TYPE)
     results = {on_device.sum().item() for _ in range(100)}
     assert len(results) == 1
 
@@ -285,12 +286,12 @@ def test_max_propagates_nan_and_takes_first_index():
 
 def test_max_of_empty_raises_like_cpu():
     with pytest.raises(RuntimeError, match="numel"):
-        torch.empty(0, device="openreg").max()
+        torch.empty(0, device=DEVICE_TYPE).max()
 
 
 def test_mean_of_integers_raises_like_cpu():
     with pytest.raises(RuntimeError, match="mean"):
-        torch.arange(3, device="openreg").mean()
+        torch.arange(3, device=DEVICE_TYPE).mean()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -309,7 +310,7 @@ def test_mm_addmm_bmm(dtype):
 
 def test_mm_shape_mismatch_raises():
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
-        torch.ones(2, 3, device="openreg") @ torch.ones(2, 3, device="openreg")
+        torch.ones(2, 3, device=DEVICE_TYPE) @ torch.ones(2, 3, device=DEVICE_TYPE)
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -354,13 +355,13 @@ def test_index_with_integer_tensor():
     assert paths.fallback == 0
     # CPU index tensors are accepted for device tensors, as with CUDA.
     cpu_idx = torch.tensor([2, -3, 0])
-    torch.testing.assert_close(x.to("openreg")[:, :, cpu_idx].cpu(), x[:, :, cpu_idx])
+    torch.testing.assert_close(x.to(DEVICE_TYPE)[:, :, cpu_idx].cpu(), x[:, :, cpu_idx])
 
 
 def test_index_out_of_bounds_raises_index_error():
-    x = torch.ones(4, 2, device="openreg")
+    x = torch.ones(4, 2, device=DEVICE_TYPE)
     with pytest.raises(IndexError, match="out of bounds"):
-        x[torch.tensor([1, 4], device="openreg")]
+        x[torch.tensor([1, 4], device=DEVICE_TYPE)]
 
 
 def test_boolean_mask_index_uses_fallback_and_matches():
@@ -393,12 +394,12 @@ def test_native_switch_from_environment(python):
 
 
 def test_kernels_run_on_the_current_stream():
-    s = torch.openreg.Stream()
-    x = torch.ones(1 << 16, device="openreg")
+    s = DEVICE_MODULE.Stream()
+    x = torch.ones(1 << 16, device=DEVICE_TYPE)
     # As with CUDA, work on another stream is unordered with the producer
     # of x until the stream waits for it.
-    s.wait_stream(torch.openreg.current_stream())
-    with torch.openreg.stream(s):
+    s.wait_stream(DEVICE_MODULE.current_stream())
+    with DEVICE_MODULE.stream(s):
         y = x * 3
     s.synchronize()
     assert torch.equal(y.cpu(), torch.full((1 << 16,), 3.0))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import DEVICE_MODULE
 from torch.profiler import ProfilerActivity, profile
 from torch_openreg import _C
 
@@ -40,6 +41,7 @@ def _ops(events: list[dict], name: str) -> list[dict]:
             and e["name"] == name]
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_kernels_and_copies_are_device_activities(device, tmp_path):
     host = torch.randn(64, 64)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
@@ -47,7 +49,7 @@ def test_kernels_and_copies_are_device_activities(device, tmp_path):
         y = torch.mm(x, x)             # a kernel
         z = y.clone()                  # D2D or a kernel, not asserted
         back = z.cpu()                 # D2H
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     events = _trace(prof, tmp_path)
     dev = _device_events(events)
     names = [e["name"] for e in dev]
@@ -61,12 +63,13 @@ def test_kernels_and_copies_are_device_activities(device, tmp_path):
     assert torch.allclose(back, host @ host, atol=1e-4)
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_kernel_carries_the_correlation_id_of_its_op(device, tmp_path):
     x = torch.randn(128, 128, device=device)
-    torch.openreg.synchronize()
+    DEVICE_MODULE.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         torch.mm(x, x)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     events = _trace(prof, tmp_path)
     mm_ops = _ops(events, "aten::mm")
     assert len(mm_ops) == 1
@@ -97,15 +100,16 @@ def test_kernel_carries_the_correlation_id_of_its_op(device, tmp_path):
     assert mm and mm[0].device_time_total > 0
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_work_lands_on_the_row_of_its_stream(device, tmp_path):
     x = torch.randn(64, 64, device=device)
-    side = torch.openreg.Stream()
-    torch.openreg.synchronize()
+    side = DEVICE_MODULE.Stream()
+    DEVICE_MODULE.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         torch.add(x, 1)
-        with torch.openreg.stream(side):
+        with DEVICE_MODULE.stream(side):
             torch.mul(x, 2)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     events = _trace(prof, tmp_path)
     kernels = {e["name"]: e for e in _device_events(events) if e["cat"] == "kernel"}
     add, mul = kernels["openreg kernel: aten::add"], kernels["openreg kernel: aten::mul"]
@@ -117,15 +121,16 @@ def test_work_lands_on_the_row_of_its_stream(device, tmp_path):
     assert rows[(mul["pid"], mul["tid"])] == f"openreg stream {mul['args']['stream']}"
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_allocation_is_recorded(device, tmp_path):
-    torch.openreg.synchronize()
-    torch.openreg.empty_cache()
+    DEVICE_MODULE.synchronize()
+    DEVICE_MODULE.empty_cache()
     # An odd size no cached block fits, so the allocator must ask the runtime.
     nbytes = 3 * 1024 * 1024 + 4096
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         t = torch.empty(nbytes, dtype=torch.uint8, device=device)
         del t
-        torch.openreg.empty_cache()
+        DEVICE_MODULE.empty_cache()
     events = _trace(prof, tmp_path)
     mallocs = [e for e in events if e.get("name") == "orMalloc"]
     frees = [e for e in events if e.get("name") == "orFree"]
@@ -137,21 +142,22 @@ def test_cpu_only_trace_has_no_device_activities(device, tmp_path):
     x = torch.randn(32, 32, device=device)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         torch.mm(x, x)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     assert _device_events(_trace(prof, tmp_path)) == []
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_work_after_the_window_is_not_recorded(device, tmp_path):
     x = torch.randn(32, 32, device=device)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         torch.add(x, 1)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     torch.mul(x, 3)
-    torch.openreg.synchronize()
+    DEVICE_MODULE.synchronize()
     # A second window starts empty: nothing from between the windows leaks in.
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof2:
         torch.mm(x, x)
-        torch.openreg.synchronize()
+        DEVICE_MODULE.synchronize()
     first = {e["name"] for e in _device_events(_trace(prof, tmp_path))}
     second = {e["name"] for e in _device_events(_trace(prof2, tmp_path))}
     assert "openreg kernel: aten::add" in first
@@ -159,16 +165,17 @@ def test_work_after_the_window_is_not_recorded(device, tmp_path):
     assert second == {"openreg kernel: aten::mm"}
 
 
+@pytest.mark.openreg_runtime  # device activities need the runtime's tracing (shmreg has none)
 def test_work_on_the_second_device_is_attributed_to_it(two_devices, tmp_path):
     d0, d1 = two_devices
     a, b = torch.randn(16, 16, device=d0), torch.randn(16, 16, device=d1)
-    torch.openreg.synchronize(0)
-    torch.openreg.synchronize(1)
+    DEVICE_MODULE.synchronize(0)
+    DEVICE_MODULE.synchronize(1)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         torch.add(a, 1)
         torch.mul(b, 2)
-        torch.openreg.synchronize(0)
-        torch.openreg.synchronize(1)
+        DEVICE_MODULE.synchronize(0)
+        DEVICE_MODULE.synchronize(1)
     kernels = {e["name"]: e for e in _device_events(_trace(prof, tmp_path)) if e["cat"] == "kernel"}
     add, mul = kernels["openreg kernel: aten::add"], kernels["openreg kernel: aten::mul"]
     assert (add["args"]["device"], mul["args"]["device"]) == (0, 1)

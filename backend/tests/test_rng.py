@@ -1,61 +1,62 @@
 """Per-device generators: seeding, state save/restore, explicit generators."""
 
 import torch
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 
 
 def test_manual_seed_reproduces(device):
-    torch.openreg.manual_seed(123)
+    DEVICE_MODULE.manual_seed(123)
     a = torch.randn(100, device=device).cpu()
-    torch.openreg.manual_seed(123)
+    DEVICE_MODULE.manual_seed(123)
     b = torch.randn(100, device=device).cpu()
-    torch.openreg.manual_seed(124)
+    DEVICE_MODULE.manual_seed(124)
     c = torch.randn(100, device=device).cpu()
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
 
 
 def test_openreg_stream_is_independent_of_cpu_generator(device):
-    torch.openreg.manual_seed(7)
+    DEVICE_MODULE.manual_seed(7)
     a = torch.rand(50, device=device).cpu()
-    torch.openreg.manual_seed(7)
+    DEVICE_MODULE.manual_seed(7)
     torch.rand(1000)  # drawing from the CPU generator must not shift openreg's
     b = torch.rand(50, device=device).cpu()
     assert torch.equal(a, b)
 
 
 def test_get_set_rng_state_roundtrip(device):
-    torch.openreg.manual_seed(0)
-    state = torch.openreg.get_rng_state()
+    DEVICE_MODULE.manual_seed(0)
+    state = DEVICE_MODULE.get_rng_state()
     assert state.dtype == torch.uint8 and state.device.type == "cpu"
     a = torch.rand(20, device=device).cpu()
-    torch.openreg.set_rng_state(state)
+    DEVICE_MODULE.set_rng_state(state)
     b = torch.rand(20, device=device).cpu()
     assert torch.equal(a, b)
 
 
 def test_state_all_and_seed_all(two_devices):
-    torch.openreg.manual_seed_all(5)
-    states = torch.openreg.get_rng_state_all()
-    assert len(states) == torch.openreg.device_count()
-    x0 = torch.rand(10, device="openreg:0").cpu()
-    x1 = torch.rand(10, device="openreg:1").cpu()
+    DEVICE_MODULE.manual_seed_all(5)
+    states = DEVICE_MODULE.get_rng_state_all()
+    assert len(states) == DEVICE_MODULE.device_count()
+    x0 = torch.rand(10, device=f"{DEVICE_TYPE}:0").cpu()
+    x1 = torch.rand(10, device=f"{DEVICE_TYPE}:1").cpu()
     assert torch.equal(x0, x1)  # same seed, separate generators
-    torch.openreg.set_rng_state_all(states)
-    assert torch.equal(torch.rand(10, device="openreg:1").cpu(), x1)
-    torch.openreg.seed_all()
-    assert torch.openreg.default_generators[0].initial_seed() == \
-        torch.openreg.default_generators[1].initial_seed()
+    DEVICE_MODULE.set_rng_state_all(states)
+    assert torch.equal(torch.rand(10, device=f"{DEVICE_TYPE}:1").cpu(), x1)
+    DEVICE_MODULE.seed_all()
+    assert DEVICE_MODULE.default_generators[0].initial_seed() == \
+        DEVICE_MODULE.default_generators[1].initial_seed()
 
 
 def test_initial_seed_and_seed(device):
-    torch.openreg.manual_seed(42)
-    assert torch.openreg.initial_seed() == 42
-    torch.openreg.seed()
-    new_seed = torch.openreg.initial_seed()
+    DEVICE_MODULE.manual_seed(42)
+    assert DEVICE_MODULE.initial_seed() == 42
+    DEVICE_MODULE.seed()
+    new_seed = DEVICE_MODULE.initial_seed()
     assert isinstance(new_seed, int)
-    torch.openreg.manual_seed(new_seed)
+    DEVICE_MODULE.manual_seed(new_seed)
     a = torch.rand(5, device=device).cpu()
-    torch.openreg.manual_seed(new_seed)
+    DEVICE_MODULE.manual_seed(new_seed)
     assert torch.equal(torch.rand(5, device=device).cpu(), a)
 
 
@@ -65,7 +66,7 @@ def test_torch_manual_seed_seeds_openreg(device):
     torch.manual_seed(99)
     b = torch.randn(10, device=device).cpu()
     assert torch.equal(a, b)
-    assert torch.openreg.initial_seed() == 99
+    assert DEVICE_MODULE.initial_seed() == 99
 
 
 def test_explicit_generator(device):
@@ -81,12 +82,12 @@ def test_explicit_generator(device):
 
 
 def test_default_generator_and_distribution_ops(device):
-    torch.openreg.manual_seed(11)
+    DEVICE_MODULE.manual_seed(11)
     x = torch.empty(10000, device=device).uniform_(2.0, 3.0).cpu()
     assert 2.0 <= x.min() and x.max() < 3.0
     d = torch.nn.functional.dropout(torch.ones(10000, device=device), p=0.5).cpu()
     assert 0.4 < (d == 0).float().mean() < 0.6
-    assert torch.openreg.default_generators[0].device == device
+    assert DEVICE_MODULE.default_generators[0].device == device
 
 
 def test_generator_offset_selects_a_reproducible_substream(device):

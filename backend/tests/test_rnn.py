@@ -11,6 +11,7 @@ import copy
 
 import pytest
 import torch
+from conftest import DEVICE_TYPE
 
 
 def _run(module: torch.nn.Module, x: torch.Tensor, state, device: str):
@@ -40,7 +41,7 @@ def test_recurrent_layer_matches_cpu(kind, bias, layers, bidirectional):
     x = torch.randn(3, 4, 5)
     h = torch.randn(layers * (2 if bidirectional else 1), 3, 7)
     state = (h, torch.randn_like(h)) if kind == "LSTM" else h
-    for got, want in zip(_run(module, x, state, "openreg"), _run(module, x, state, "cpu"), strict=True):
+    for got, want in zip(_run(module, x, state, DEVICE_TYPE), _run(module, x, state, "cpu"), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -49,7 +50,7 @@ def test_lstm_with_projection_matches_cpu():
     module = torch.nn.LSTM(4, 6, proj_size=3)
     x = torch.randn(5, 2, 4)
     state = (torch.randn(1, 2, 3), torch.randn(1, 2, 6))
-    for got, want in zip(_run(module, x, state, "openreg"), _run(module, x, state, "cpu"), strict=True):
+    for got, want in zip(_run(module, x, state, DEVICE_TYPE), _run(module, x, state, "cpu"), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -60,7 +61,7 @@ def test_cells_match_cpu_and_use_the_fused_op(cell):
     x = torch.randn(2, 3)
     fused = "_thnn_fused_lstm_cell" if cell == "LSTMCell" else "_thnn_fused_gru_cell"
     with torch.profiler.profile() as prof:
-        got = copy.deepcopy(module).openreg()(x.openreg())
+        got = copy.deepcopy(module).to(DEVICE_TYPE)(x.to(DEVICE_TYPE))
     assert fused in {e.name.removeprefix("aten::") for e in prof.events()}
     want = module(x)
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,),
@@ -74,7 +75,7 @@ def test_lstm_gradient_of_cell_state_alone():
     cell = torch.nn.LSTMCell(3, 4)
     x = torch.randn(2, 3)
     results = []
-    for device in ("openreg", "cpu"):
+    for device in (DEVICE_TYPE, "cpu"):
         c = copy.deepcopy(cell).to(device)
         xd = x.to(device).requires_grad_()
         _, cy = c(xd)
@@ -85,9 +86,9 @@ def test_lstm_gradient_of_cell_state_alone():
 
 
 def test_fused_lstm_cell_checks_state_shape():
-    gates = torch.randn(2, 8, device="openreg")
+    gates = torch.randn(2, 8, device=DEVICE_TYPE)
     with pytest.raises(RuntimeError, match="expected the state of size"):
-        torch.ops.aten._thnn_fused_lstm_cell(gates, gates, torch.randn(2, 3, device="openreg"))
+        torch.ops.aten._thnn_fused_lstm_cell(gates, gates, torch.randn(2, 3, device=DEVICE_TYPE))
 
 
 def test_gru_double_backward_follows_cpu():
@@ -96,7 +97,7 @@ def test_gru_double_backward_follows_cpu():
     cell = torch.nn.GRUCell(3, 4)
     x = torch.randn(2, 3)
     results = []
-    for device in ("openreg", "cpu"):
+    for device in (DEVICE_TYPE, "cpu"):
         c = copy.deepcopy(cell).to(device)
         xd = x.to(device).requires_grad_()
         (g,) = torch.autograd.grad(c(xd).sum(), xd, create_graph=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import DEVICE_MODULE, DEVICE_TYPE
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
@@ -39,7 +40,7 @@ class _nothing:
 
 
 def test_choice_is_overrideable_for_openreg_tensors():
-    q, k, v = (t.to("openreg") for t in _inputs(2, 3, 8, 4))
+    q, k, v = (t.to(DEVICE_TYPE) for t in _inputs(2, 3, 8, 4))
     assert torch._fused_sdp_choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
     with torch.profiler.profile() as prof:
         F.scaled_dot_product_attention(q, k, v)
@@ -48,7 +49,7 @@ def test_choice_is_overrideable_for_openreg_tensors():
 
 
 def test_sdpa_kernel_context_can_switch_to_math():
-    q, k, v = (t.to("openreg") for t in _inputs(1, 2, 4, 4))
+    q, k, v = (t.to(DEVICE_TYPE) for t in _inputs(1, 2, 4, 4))
     with sdpa_kernel([SDPBackend.MATH]):
         assert torch._fused_sdp_choice(q, k, v) == SDPBackend.MATH.value
         with torch.profiler.profile() as prof:
@@ -75,7 +76,7 @@ def test_forward_and_backward_match_cpu_math(case):
     elif case == "cross_lengths":
         k, v = k[:, :, :5], v[:, :, :5]
         mask = torch.randn(7, 5)
-    got = _sdpa_with_grads(q, k, v, "openreg", mask, **kw)
+    got = _sdpa_with_grads(q, k, v, DEVICE_TYPE, mask, **kw)
     want = _sdpa_with_grads(q, k, v, "cpu", mask, **kw)
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
@@ -84,7 +85,7 @@ def test_forward_and_backward_match_cpu_math(case):
 
 def test_explicit_scale_matches_cpu():
     q, k, v = _inputs(1, 2, 5, 4)
-    got = _sdpa_with_grads(q, k, v, "openreg", scale=0.3)
+    got = _sdpa_with_grads(q, k, v, DEVICE_TYPE, scale=0.3)
     want = _sdpa_with_grads(q, k, v, "cpu", scale=0.3)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
@@ -93,15 +94,15 @@ def test_explicit_scale_matches_cpu():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_inputs_match_cpu(dtype):
     q, k, v = _inputs(2, 2, 16, 8, dtype=dtype)
-    got = _sdpa_with_grads(q, k, v, "openreg", is_causal=True)
+    got = _sdpa_with_grads(q, k, v, DEVICE_TYPE, is_causal=True)
     want = _sdpa_with_grads(q, k, v, "cpu", is_causal=True)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=2e-2, atol=2e-2)
 
 
 def test_direct_op_call_like_upstream_returns_the_documented_outputs():
-    q, k, v = (t.to("openreg") for t in _inputs(2, 2, 6, 4))
-    bias = torch.randn(2, 2, 6, 6, device="openreg")
+    q, k, v = (t.to(DEVICE_TYPE) for t in _inputs(2, 2, 6, 4))
+    bias = torch.randn(2, 2, 6, 6, device=DEVICE_TYPE)
     out, lse, _, _, max_q, max_k, seed, offset, _ = (
         torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, attn_bias=bias))
     assert lse.shape == (2, 2, 6) and lse.dtype == torch.float32 and (max_q, max_k) == (6, 6)
@@ -114,10 +115,10 @@ def test_direct_op_call_like_upstream_returns_the_documented_outputs():
 
 
 def test_dropout_is_reproducible_under_manual_seed_and_drops_about_p():
-    q, k, v = (t.to("openreg") for t in _inputs(2, 2, 32, 8))
-    torch.openreg.manual_seed(5)
+    q, k, v = (t.to(DEVICE_TYPE) for t in _inputs(2, 2, 32, 8))
+    DEVICE_MODULE.manual_seed(5)
     a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
-    torch.openreg.manual_seed(5)
+    DEVICE_MODULE.manual_seed(5)
     b = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
     c = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
     torch.testing.assert_close(a.cpu(), b.cpu())
@@ -130,10 +131,10 @@ def test_dropout_is_reproducible_under_manual_seed_and_drops_about_p():
 
 def test_dropout_gradient_is_the_gradient_of_the_dropped_forward():
     """gradcheck with the dropout seed fixed per call: analytic backward == finite differences."""
-    q, k, v = (t.double().to("openreg").requires_grad_() for t in _inputs(1, 2, 4, 3))
+    q, k, v = (t.double().to(DEVICE_TYPE).requires_grad_() for t in _inputs(1, 2, 4, 3))
 
     def attention(q, k, v):
-        torch.openreg.manual_seed(11)
+        DEVICE_MODULE.manual_seed(11)
         return F.scaled_dot_product_attention(q, k, v, dropout_p=0.4, is_causal=True)
 
     assert torch.autograd.gradcheck(attention, (q, k, v), eps=1e-6, atol=1e-5)
@@ -142,5 +143,5 @@ def test_dropout_gradient_is_the_gradient_of_the_dropped_forward():
 def test_grouped_query_attention_takes_the_math_path():
     q = torch.randn(1, 4, 5, 8)
     k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
-    out = F.scaled_dot_product_attention(q.openreg(), k.openreg(), v.openreg(), enable_gqa=True)
+    out = F.scaled_dot_product_attention(q.to(DEVICE_TYPE), k.to(DEVICE_TYPE), v.to(DEVICE_TYPE), enable_gqa=True)
     torch.testing.assert_close(out.cpu(), F.scaled_dot_product_attention(q, k, v, enable_gqa=True))

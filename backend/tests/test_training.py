@@ -7,6 +7,7 @@ import copy
 import torch
 
 from _ops_util import count_paths
+from conftest import DEVICE_TYPE
 
 
 def make_model() -> torch.nn.Module:
@@ -43,7 +44,7 @@ def test_mlp_training_matches_cpu():
     dev_model = copy.deepcopy(cpu_model)
     cpu_losses = train(cpu_model, "cpu")
     with count_paths() as paths:
-        dev_losses = train(dev_model, "openreg")
+        dev_losses = train(dev_model, DEVICE_TYPE)
     torch.testing.assert_close(torch.tensor(dev_losses), torch.tensor(cpu_losses), rtol=1e-4, atol=1e-5)
     for p_dev, p_cpu in zip(dev_model.parameters(), cpu_model.parameters()):
         torch.testing.assert_close(p_dev.detach().cpu(), p_cpu.detach(), rtol=1e-4, atol=1e-5)

@@ -14,12 +14,14 @@ import torch
 
 # Order matters: _compat refuses an unsupported torch before _C loads against it.
 from torch_openreg import _compat  # noqa: F401, I001  (fails early on unsupported torch)
+from torch_openreg import _runtime  # (refuses an unknown TORCH_OPENREG_RUNTIME before _C loads)
 from torch_openreg import _C  # noqa: F401  (loads libtorch_openreg and registers kernels)
 from torch_openreg import _compile
 from torch_openreg import distributed as _distributed
 from torch_openreg import openreg as _device_module
 
-_BACKEND = "openreg"
+# The device is named after the runtime (TORCH_OPENREG_RUNTIME): "openreg" or "shmreg".
+_BACKEND = _runtime.DEVICE_TYPE
 
 
 # [register]
@@ -30,7 +32,7 @@ def _register() -> None:
         torch.utils.rename_privateuse1_backend(_BACKEND)
     if getattr(torch, _BACKEND, None) is not _device_module:
         torch._register_device_module(_BACKEND, _device_module)
-    if not hasattr(torch.Tensor, "is_openreg"):
+    if not hasattr(torch.Tensor, f"is_{_BACKEND}"):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )

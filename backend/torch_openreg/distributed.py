@@ -18,6 +18,7 @@ from datetime import timedelta
 import torch
 
 from torch_openreg import _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 BACKEND_NAME = "occl"
 
@@ -42,7 +43,7 @@ def register() -> None:
         warnings.warn(f"torch_openreg: the occl c10d backend is unavailable: {exc}",
                       RuntimeWarning, stacklevel=2)
         return
-    dist.Backend.register_backend(BACKEND_NAME, _create_backend, devices=["openreg"])
+    dist.Backend.register_backend(BACKEND_NAME, _create_backend, devices=[DEVICE_TYPE])
 
 
 def _create_backend(

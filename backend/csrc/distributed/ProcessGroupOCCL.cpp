@@ -104,7 +104,7 @@ WorkOCCL::WorkOCCL(int rank, c10d::OpType type, c10::DeviceIndex device,
 
 WorkOCCL::~WorkOCCL() {
   if (end_ != nullptr) {
-    OPENREG_WARN(orEventDestroy(end_));
+    OPENREG_WARN(rtEventDestroy(end_));
   }
 }
 
@@ -123,7 +123,7 @@ bool WorkOCCL::wait(std::chrono::milliseconds timeout) {
 }
 
 void WorkOCCL::synchronize() {
-  OPENREG_CHECK(orStreamWaitEvent(openreg::getCurrentRawStream(device_), end_, 0));
+  OPENREG_CHECK(rtStreamWaitEvent(openreg::getCurrentRawStream(device_), end_, 0));
 }
 // [/work-wait-impl]
 
@@ -214,7 +214,7 @@ ProcessGroupOCCL::~ProcessGroupOCCL() {
       l->cv.notify_all();
     }
     l->completer.join();
-    OPENREG_WARN(orStreamDestroy(l->stream));
+    OPENREG_WARN(rtStreamDestroy(l->stream));
   }
 }
 
@@ -240,7 +240,7 @@ ProcessGroupOCCL::Lane& ProcessGroupOCCL::lane(LaneId id) {
   if (!slot) {
     auto l = std::make_unique<Lane>();
     const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device_));
-    OPENREG_CHECK(orStreamCreate(&l->stream));
+    OPENREG_CHECK(rtStreamCreate(&l->stream));
     Lane* raw = l.get();
     l->completer = std::thread([this, raw] { complete_loop(*raw); });
     slot = std::move(l);
@@ -250,7 +250,7 @@ ProcessGroupOCCL::Lane& ProcessGroupOCCL::lane(LaneId id) {
 
 // [completion]
 // One thread per lane turns the stream's progress into Work completion: it
-// sleeps in orEventSynchronize (no polling) and then marks the Work and its
+// sleeps in rtEventSynchronize (no polling) and then marks the Work and its
 // Future, so Future callbacks (DDP's) never run on a device stream's thread.
 void ProcessGroupOCCL::complete_loop(Lane& l) {
   for (;;) {
@@ -263,7 +263,7 @@ void ProcessGroupOCCL::complete_loop(Lane& l) {
       }
       next = l.pending.front();
     }
-    OPENREG_WARN(orEventSynchronize(next.work->end_));
+    OPENREG_WARN(rtEventSynchronize(next.work->end_));
     next.work->complete(*next.error);
     next.keep.clear();
     std::lock_guard<std::mutex> lock(l.mutex);
@@ -314,22 +314,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupOCCL::enqueue(
 
   // The lane's stream starts once the caller's current stream has produced
   // the inputs (the event's mark is captured at once: destroying it is safe).
-  orEvent_t ready = nullptr;
-  OPENREG_CHECK(orEventCreateWithFlags(&ready, orEventDisableTiming));
-  OPENREG_CHECK(orEventRecord(ready, openreg::getCurrentRawStream(device)));
-  OPENREG_CHECK(orStreamWaitEvent(l.stream, ready, 0));
-  OPENREG_CHECK(orEventDestroy(ready));
+  rtEvent_t ready = nullptr;
+  OPENREG_CHECK(rtEventCreateWithFlags(&ready, rtEventDisableTiming));
+  OPENREG_CHECK(rtEventRecord(ready, openreg::getCurrentRawStream(device)));
+  OPENREG_CHECK(rtStreamWaitEvent(l.stream, ready, 0));
+  OPENREG_CHECK(rtEventDestroy(ready));
 
   // A kernel, not a host function: device memory is accessible while it runs.
   auto error = std::make_shared<std::exception_ptr>();
   auto* task = new Task{std::move(body), transport_.get(), effective(timeout), error, this};
-  const orError_t launched = orLaunchKernel(l.stream, &ProcessGroupOCCL::run_task, task);
-  if (launched != orSuccess) {
+  const rtError_t launched = rtLaunchKernel(l.stream, &ProcessGroupOCCL::run_task, task);
+  if (launched != rtSuccess) {
     delete task;
     OPENREG_CHECK(launched);
   }
-  OPENREG_CHECK(orEventCreateWithFlags(&work->end_, orEventDisableTiming));
-  OPENREG_CHECK(orEventRecord(work->end_, l.stream));
+  OPENREG_CHECK(rtEventCreateWithFlags(&work->end_, rtEventDisableTiming));
+  OPENREG_CHECK(rtEventRecord(work->end_, l.stream));
   {
     std::lock_guard<std::mutex> lock(l.mutex);
     l.pending.push_back({work, error, tensors});

@@ -19,7 +19,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include <openreg.h>
+#include "runtime/rt/Runtime.h"
 
 #include <array>
 #include <atomic>
@@ -56,7 +56,7 @@ class WorkOCCL : public c10d::Work {
  private:
   friend class ProcessGroupOCCL;
   c10::DeviceIndex device_;
-  orEvent_t end_ = nullptr;
+  rtEvent_t end_ = nullptr;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   bool host_blocking_;
@@ -104,7 +104,7 @@ class ProcessGroupOCCL : public c10d::Backend {
     std::vector<at::Tensor> keep;  // inputs and outputs, alive until the kernel ran
   };
   struct Lane {
-    orStream_t stream = nullptr;
+    rtStream_t stream = nullptr;
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<Pending> pending;

@@ -3,10 +3,11 @@
 //
 // torch.profiler.profile(activities=[ProfilerActivity.PrivateUse1]) starts
 // Kineto, which configures every registered child profiler; this one switches
-// on libopenreg's activity tracing for the window, forwards the correlation id
-// of each host op to the runtime (so work submitted while an op runs carries
-// its id) and, when the trace is processed, turns the runtime's records into
-// Kineto activities linked to those ops.
+// on the runtime's activity tracing (libopenreg's; shmreg has none) for the
+// window, forwards the correlation id of each host op to the runtime (so
+// work submitted while an op runs carries its id) and, when the trace is
+// processed, turns the runtime's records into Kineto activities linked to
+// those ops.
 //
 // COMPAT(>= 2.13): torch::profiler::impl::PrivateUse1ProfilerRegistry /
 // REGISTER_PRIVATEUSE1_PROFILER (torch/csrc/profiler/standalone/
@@ -57,48 +58,48 @@ namespace {
 // device once the backend is renamed (deviceTypeFromActivity), which is what
 // makes them count as device time in key_averages(). Allocations are runtime
 // calls made by the host, PRIVATEUSE1_RUNTIME.
-libkineto::ActivityType kineto_type(orActivityKind kind) {
+libkineto::ActivityType kineto_type(rtActivityKind kind) {
   switch (kind) {
-    case orActivityKindKernel:
+    case rtActivityKindKernel:
       return libkineto::ActivityType::CONCURRENT_KERNEL;
-    case orActivityKindMemcpy:
+    case rtActivityKindMemcpy:
       return libkineto::ActivityType::GPU_MEMCPY;
-    case orActivityKindMemset:
+    case rtActivityKindMemset:
       return libkineto::ActivityType::GPU_MEMSET;
-    case orActivityKindMalloc:
-    case orActivityKindFree:
+    case rtActivityKindMalloc:
+    case rtActivityKindFree:
       return libkineto::ActivityType::PRIVATEUSE1_RUNTIME;
   }
   return libkineto::ActivityType::PRIVATEUSE1_RUNTIME;
 }
 // [/activity-types]
 
-const char* copy_name(orMemcpyKind kind) {
+const char* copy_name(rtMemcpyKind kind) {
   switch (kind) {
-    case orMemcpyHostToDevice:
+    case rtMemcpyHostToDevice:
       return "Memcpy HtoD (openreg)";
-    case orMemcpyDeviceToHost:
+    case rtMemcpyDeviceToHost:
       return "Memcpy DtoH (openreg)";
-    case orMemcpyDeviceToDevice:
+    case rtMemcpyDeviceToDevice:
       return "Memcpy DtoD (openreg)";
     default:
       return "Memcpy HtoH (openreg)";
   }
 }
 
-std::string activity_name(const orActivityRecord& r, const libkineto::ITraceActivity* op) {
+std::string activity_name(const rtActivityRecord& r, const libkineto::ITraceActivity* op) {
   switch (r.kind) {
-    case orActivityKindKernel:
+    case rtActivityKindKernel:
       // Kernels are opaque host functions to the runtime: name them after the op
       // that launched them, as a kernel name would identify it.
       return op != nullptr ? "openreg kernel: " + op->name() : "openreg kernel";
-    case orActivityKindMemcpy:
+    case rtActivityKindMemcpy:
       return copy_name(r.copy_kind);
-    case orActivityKindMemset:
+    case rtActivityKindMemset:
       return "Memset (openreg)";
-    case orActivityKindMalloc:
+    case rtActivityKindMalloc:
       return "orMalloc";
-    case orActivityKindFree:
+    case rtActivityKindFree:
       return "orFree";
   }
   return "openreg activity";
@@ -106,25 +107,25 @@ std::string activity_name(const orActivityRecord& r, const libkineto::ITraceActi
 
 // The host-side call that submitted stream work, as CUDA traces show
 // cudaLaunchKernel / cudaMemcpyAsync on the launching thread.
-const char* launch_name(orActivityKind kind) {
+const char* launch_name(rtActivityKind kind) {
   switch (kind) {
-    case orActivityKindKernel:
+    case rtActivityKindKernel:
       return "orLaunchKernel";
-    case orActivityKindMemcpy:
+    case rtActivityKindMemcpy:
       return "orMemcpyAsync";
-    case orActivityKindMemset:
+    case rtActivityKindMemset:
       return "orMemsetAsync";
     default:
       return "openreg runtime call";
   }
 }
 
-std::vector<orActivityRecord> drain() {
-  std::vector<orActivityRecord> all;
-  orActivityRecord chunk[256];
+std::vector<rtActivityRecord> drain() {
+  std::vector<rtActivityRecord> all;
+  rtActivityRecord chunk[256];
   for (;;) {
     size_t n = 0;
-    OPENREG_CHECK(orActivityRead(chunk, std::size(chunk), &n, nullptr));
+    OPENREG_CHECK(rtActivityRead(chunk, std::size(chunk), &n, nullptr));
     all.insert(all.end(), chunk, chunk + n);
     if (n < std::size(chunk)) return all;
   }
@@ -143,7 +144,7 @@ class Session final : public libkineto::IActivityProfilerSession {
     if (used_) return;
     used_ = true;
     live_ = true;
-    OPENREG_CHECK(orActivityEnable(1));
+    OPENREG_CHECK(rtActivityEnable(1));
     status_ = libkineto::TraceStatus::RECORDING;
   }
 
@@ -154,7 +155,7 @@ class Session final : public libkineto::IActivityProfilerSession {
   void stop() override {
     if (!live_) return;
     live_ = false;
-    OPENREG_CHECK(orActivityEnable(0));
+    OPENREG_CHECK(rtActivityEnable(0));
     buffer_ = std::make_unique<libkineto::CpuTraceBuffer>();
     int64_t first = 0;
     int64_t last = 0;
@@ -170,7 +171,7 @@ class Session final : public libkineto::IActivityProfilerSession {
       act->addMetadata("device", r.device);
       act->addMetadata("stream", r.stream_id);
       act->addMetadata("correlation", r.correlation_id);
-      if (r.kind != orActivityKindKernel) {
+      if (r.kind != rtActivityKindKernel) {
         act->addMetadata("bytes", r.bytes);
       }
       libkineto::GenericTraceActivity* launch = nullptr;
@@ -255,12 +256,12 @@ class Session final : public libkineto::IActivityProfilerSession {
     return std::move(buffer_);
   }
 
-  void pushCorrelationId(uint64_t id) override { OPENREG_CHECK(orActivityPushCorrelationId(id)); }
+  void pushCorrelationId(uint64_t id) override { OPENREG_CHECK(rtActivityPushCorrelationId(id)); }
 
   void popCorrelationId() override {
     // Kineto pops what it pushed on this thread; a stray pop (a window that
     // started while an op was running) finds the stack empty and is ignored.
-    (void)orActivityPopCorrelationId(nullptr);
+    (void)rtActivityPopCorrelationId(nullptr);
   }
 
  private:
@@ -272,7 +273,7 @@ class Session final : public libkineto::IActivityProfilerSession {
   struct Pending {
     libkineto::GenericTraceActivity* act;
     libkineto::GenericTraceActivity* launch;
-    orActivityRecord record;
+    rtActivityRecord record;
   };
   std::vector<Pending> pending_;
   const int32_t pid_ = static_cast<int32_t>(::getpid());
@@ -293,7 +294,11 @@ class OpenRegActivityProfiler final : public libkineto::IActivityProfiler {
     // Kineto configures every child profiler, also for CPU-only traces, and
     // the CPU types include PRIVATEUSE1_RUNTIME: a trace that asked for the
     // device (ProfilerActivity.PrivateUse1) is the one that wants kernels.
-    if (types.count(libkineto::ActivityType::CONCURRENT_KERNEL) != 0) {
+    // A runtime without activity tracing (shmreg) answers rtErrorNotSupported:
+    // such a trace keeps its host ops and has no device rows. Disabling is a
+    // harmless probe here: Kineto configures a session only when none is live.
+    if (types.count(libkineto::ActivityType::CONCURRENT_KERNEL) != 0 &&
+        rtActivityEnable(0) != rtErrorNotSupported) {
       return std::make_unique<Session>();
     }
     return nullptr;

@@ -24,26 +24,26 @@ struct OpenRegProfilerStubs final : public torch::profiler::impl::ProfilerStubs 
     if (device != nullptr) {
       *device = current;
     }
-    orEvent_t raw = nullptr;
-    OPENREG_CHECK(orEventCreate(&raw));
+    rtEvent_t raw = nullptr;
+    OPENREG_CHECK(rtEventCreate(&raw));
     *event = std::shared_ptr<void>(raw, [](void* e) {
-      OPENREG_WARN(orEventDestroy(static_cast<orEvent_t>(e)));
+      OPENREG_WARN(rtEventDestroy(static_cast<rtEvent_t>(e)));
     });
     if (cpu_ns != nullptr) {
       *cpu_ns = c10::getTime();
     }
-    OPENREG_CHECK(orEventRecord(raw, getCurrentRawStream(current)));
+    OPENREG_CHECK(rtEventRecord(raw, getCurrentRawStream(current)));
   }
 
   // Microseconds, like the CUDA stubs.
   float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* start,
                 const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
-    auto* a = static_cast<orEvent_t>(start->get());
-    auto* b = static_cast<orEvent_t>(end->get());
-    OPENREG_CHECK(orEventSynchronize(a));
-    OPENREG_CHECK(orEventSynchronize(b));
+    auto* a = static_cast<rtEvent_t>(start->get());
+    auto* b = static_cast<rtEvent_t>(end->get());
+    OPENREG_CHECK(rtEventSynchronize(a));
+    OPENREG_CHECK(rtEventSynchronize(b));
     float ms = 0;
-    OPENREG_CHECK(orEventElapsedTime(&ms, a, b));
+    OPENREG_CHECK(rtEventElapsedTime(&ms, a, b));
     return ms * 1000.0f;
   }
 
@@ -55,7 +55,7 @@ struct OpenRegProfilerStubs final : public torch::profiler::impl::ProfilerStubs 
   }
 
   void synchronize() const override {
-    OPENREG_CHECK(orDeviceSynchronize());
+    OPENREG_CHECK(rtDeviceSynchronize());
   }
 
   bool enabled() const override { return true; }

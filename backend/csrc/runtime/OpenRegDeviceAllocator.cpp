@@ -75,7 +75,7 @@ struct OpenRegDeviceAllocator::Impl {
     DeviceStats stats;
     std::set<Block*, BlockLess> cached;
     std::unordered_map<void*, Block*> active;
-    std::deque<std::pair<orEvent_t, Block*>> pending; // cross-stream frees
+    std::deque<std::pair<rtEvent_t, Block*>> pending; // cross-stream frees
   };
 
   std::vector<std::unique_ptr<Device>> devices;
@@ -134,18 +134,18 @@ struct OpenRegDeviceAllocator::Impl {
   Block* new_segment(Device& d, c10::DeviceIndex device, const c10::Stream& stream, size_t size) {
     void* ptr = nullptr;
     const auto previous = exchange_device(device);
-    orError_t err = orMalloc(&ptr, size);
-    if (err == orErrorMemoryAllocation && !d.cached.empty()) {
+    rtError_t err = rtMalloc(&ptr, size);
+    if (err == rtErrorMemoryAllocation && !d.cached.empty()) {
       // Out of arena space: give the cache back to the runtime and retry once.
       d.stats.num_alloc_retries += 1;
       release_cached(d);
-      err = orMalloc(&ptr, size);
+      err = rtMalloc(&ptr, size);
     }
     set_device(previous);
-    if (err == orErrorMemoryAllocation) {
+    if (err == rtErrorMemoryAllocation) {
       d.stats.num_ooms += 1;
       size_t free_bytes = 0, total_bytes = 0;
-      (void)orMemGetInfo(&free_bytes, &total_bytes);
+      (void)rtMemGetInfo(&free_bytes, &total_bytes);
       TORCH_CHECK_WITH(
           OutOfMemoryError, false,
           "openreg out of memory. Tried to allocate ", size, " bytes on device ",
@@ -177,9 +177,9 @@ struct OpenRegDeviceAllocator::Impl {
     // Other streams may still read the block: only recycle it once work
     // queued on them so far is done.
     for (const auto& s : block->stream_uses) {
-      orEvent_t event = nullptr;
-      OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
-      OPENREG_CHECK(orEventRecord(event, OpenRegStream(s).raw()));
+      rtEvent_t event = nullptr;
+      OPENREG_CHECK(rtEventCreateWithFlags(&event, rtEventDisableTiming));
+      OPENREG_CHECK(rtEventRecord(event, OpenRegStream(s).raw()));
       d.pending.emplace_back(event, block);
       block->pending_events += 1;
     }
@@ -191,11 +191,11 @@ struct OpenRegDeviceAllocator::Impl {
     while (!d.pending.empty()) {
       auto [event, block] = d.pending.front();
       if (wait) {
-        OPENREG_CHECK(orEventSynchronize(event));
-      } else if (orEventQuery(event) == orErrorNotReady) {
+        OPENREG_CHECK(rtEventSynchronize(event));
+      } else if (rtEventQuery(event) == rtErrorNotReady) {
         break; // FIFO is good enough: events complete roughly in order
       }
-      OPENREG_WARN(orEventDestroy(event));
+      OPENREG_WARN(rtEventDestroy(event));
       d.pending.pop_front();
       if (--block->pending_events == 0) {
         d.cached.insert(block);
@@ -205,7 +205,7 @@ struct OpenRegDeviceAllocator::Impl {
 
   void release_cached(Device& d) {
     for (Block* block : d.cached) {
-      OPENREG_WARN(orFree(block->ptr));
+      OPENREG_WARN(rtFree(block->ptr));
       d.stats.num_device_free += 1;
       update(d.stats.segment, block->size, -1);
       update(d.stats.reserved_bytes, block->size, -static_cast<int64_t>(block->size));
@@ -246,7 +246,7 @@ c10::DeleterFnPtr OpenRegDeviceAllocator::raw_deleter() const {
 }
 
 void OpenRegDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  OPENREG_CHECK(orMemcpy(dest, src, count, orMemcpyDeviceToDevice));
+  OPENREG_CHECK(rtMemcpy(dest, src, count, rtMemcpyDeviceToDevice));
 }
 
 bool OpenRegDeviceAllocator::initialized() {
@@ -316,7 +316,7 @@ void OpenRegDeviceAllocator::resetPeakStats(c10::DeviceIndex device) {
 std::pair<size_t, size_t> OpenRegDeviceAllocator::getMemoryInfo(c10::DeviceIndex device) {
   const auto previous = exchange_device(device);
   size_t free_bytes = 0, total_bytes = 0;
-  const orError_t err = orMemGetInfo(&free_bytes, &total_bytes);
+  const rtError_t err = rtMemGetInfo(&free_bytes, &total_bytes);
   set_device(previous);
   OPENREG_CHECK(err);
   return {free_bytes, total_bytes};

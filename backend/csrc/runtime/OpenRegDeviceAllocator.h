@@ -2,7 +2,7 @@
 //
 // Blocks are cached per (device, stream) after free and reused for requests of
 // a similar size on the same stream, so steady-state training loops never call
-// orMalloc/orFree. A block used on other streams (recordStream) is only reused
+// rtMalloc/rtFree. A block used on other streams (recordStream) is only reused
 // once events recorded on those streams at free time have completed.
 #pragma once
 

@@ -21,9 +21,10 @@ constexpr const char* kBadForkMessage =
 } // namespace
 
 namespace detail {
-void raise_runtime_error(orError_t err, const char* expr) {
-  TORCH_CHECK(!g_in_bad_fork.load(), kBadForkMessage, " (", orGetErrorString(err), ")");
-  TORCH_CHECK(false, "openreg error (", orGetErrorName(err), "): ", orGetErrorString(err),
+void raise_runtime_error(rtError_t err, const char* expr) {
+  TORCH_CHECK(!g_in_bad_fork.load(), kBadForkMessage, " (", rtGetErrorString(err), ")");
+  // Named after the runtime: "shmreg error (...)" must not read as openreg's.
+  TORCH_CHECK(false, rt::api().name, " error (", rtGetErrorName(err), "): ", rtGetErrorString(err),
               " [", expr, "]");
 }
 } // namespace detail
@@ -32,7 +33,7 @@ c10::DeviceIndex device_count() noexcept {
   // The runtime reads OPENREG_DEVICE_COUNT once; cache it as CUDA does.
   static const c10::DeviceIndex count = [] {
     int n = 0;
-    if (orGetDeviceCount(&n) != orSuccess) {
+    if (rtGetDeviceCount(&n) != rtSuccess) {
       return c10::DeviceIndex{0};
     }
     return static_cast<c10::DeviceIndex>(n);
@@ -52,13 +53,13 @@ void check_device_index(c10::DeviceIndex device) {
 
 c10::DeviceIndex current_device() {
   int device = 0;
-  OPENREG_CHECK(orGetDevice(&device));
+  OPENREG_CHECK(rtGetDevice(&device));
   return static_cast<c10::DeviceIndex>(device);
 }
 
 void set_device(c10::DeviceIndex device) {
   check_device_index(device);
-  OPENREG_CHECK(orSetDevice(device));
+  OPENREG_CHECK(rtSetDevice(device));
 }
 
 c10::DeviceIndex exchange_device(c10::DeviceIndex device) {

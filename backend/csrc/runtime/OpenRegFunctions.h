@@ -4,7 +4,7 @@
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 
-#include <openreg.h>
+#include "runtime/rt/Runtime.h"
 
 // Turns a runtime error code into a c10::Error carrying the runtime's own
 // message, so Python sees e.g. "openreg error: invalid device ordinal".
@@ -12,8 +12,8 @@
 // re-initialisation error, whatever call noticed it first.
 #define OPENREG_CHECK(EXPR)                                                  \
   do {                                                                       \
-    const orError_t __or_err = (EXPR);                                       \
-    if (C10_UNLIKELY(__or_err != orSuccess)) {                               \
+    const rtError_t __or_err = (EXPR);                                       \
+    if (C10_UNLIKELY(__or_err != rtSuccess)) {                               \
       ::openreg::detail::raise_runtime_error(__or_err, #EXPR);               \
     }                                                                        \
   } while (0)
@@ -21,17 +21,17 @@
 // For destructors and deleters, which must not throw.
 #define OPENREG_WARN(EXPR)                                                   \
   do {                                                                       \
-    const orError_t __or_err = (EXPR);                                       \
-    if (__or_err != orSuccess) {                                             \
-      TORCH_WARN("openreg error (", orGetErrorName(__or_err), "): ",         \
-                 orGetErrorString(__or_err), " [", #EXPR, "]");              \
+    const rtError_t __or_err = (EXPR);                                       \
+    if (__or_err != rtSuccess) {                                             \
+      TORCH_WARN("openreg error (", rtGetErrorName(__or_err), "): ",         \
+                 rtGetErrorString(__or_err), " [", #EXPR, "]");              \
     }                                                                        \
   } while (0)
 
 namespace openreg {
 
 namespace detail {
-[[noreturn]] void raise_runtime_error(orError_t err, const char* expr);
+[[noreturn]] void raise_runtime_error(rtError_t err, const char* expr);
 } // namespace detail
 
 // Number of devices; 0 when the runtime reports none or fails (never throws,

@@ -14,13 +14,13 @@ c10::Device pu1(c10::DeviceIndex index) {
 
 // Events are created lazily at the first record(), on the recording stream's
 // device, because c10::Event only learns its stream then.
-orEvent_t create_event(c10::DeviceIndex device, c10::EventFlag flag) {
+rtEvent_t create_event(c10::DeviceIndex device, c10::EventFlag flag) {
   const auto previous = exchange_device(device);
-  orEvent_t event = nullptr;
+  rtEvent_t event = nullptr;
   // PYTORCH_DEFAULT means "no timing" (cheaper), as for CUDA.
   const unsigned flags =
-      flag == c10::EventFlag::BACKEND_DEFAULT ? orEventDefault : orEventDisableTiming;
-  const orError_t err = orEventCreateWithFlags(&event, flags);
+      flag == c10::EventFlag::BACKEND_DEFAULT ? rtEventDefault : rtEventDisableTiming;
+  const rtError_t err = rtEventCreateWithFlags(&event, flags);
   set_device(previous);
   OPENREG_CHECK(err);
   return event;
@@ -52,7 +52,7 @@ void OpenRegGuardImpl::setDevice(c10::Device d) const {
 
 void OpenRegGuardImpl::uncheckedSetDevice(c10::Device d) const noexcept {
   // Called from guard destructors while restoring: must not throw.
-  (void)orSetDevice(d.index());
+  (void)rtSetDevice(d.index());
 }
 
 c10::DeviceIndex OpenRegGuardImpl::deviceCount() const noexcept {
@@ -114,7 +114,7 @@ void OpenRegGuardImpl::synchronizeStream(const c10::Stream& stream) const {
 void OpenRegGuardImpl::synchronizeDevice(const c10::DeviceIndex device_index) const {
   const auto device = device_index < 0 ? current_device() : device_index;
   const auto previous = exchange_device(device);
-  const orError_t err = orDeviceSynchronize();
+  const rtError_t err = rtDeviceSynchronize();
   set_device(previous);
   OPENREG_CHECK(err);
 }
@@ -123,7 +123,7 @@ void OpenRegGuardImpl::synchronizeDevice(const c10::DeviceIndex device_index) co
 // [guard-events]
 void OpenRegGuardImpl::destroyEvent(void* event, const c10::DeviceIndex) const noexcept {
   if (event != nullptr) {
-    OPENREG_WARN(orEventDestroy(static_cast<orEvent_t>(event)));
+    OPENREG_WARN(rtEventDestroy(static_cast<rtEvent_t>(event)));
   }
 }
 
@@ -138,22 +138,22 @@ void OpenRegGuardImpl::record(void** event, const c10::Stream& stream,
   if (*event == nullptr) {
     *event = create_event(stream.device_index(), flag);
   }
-  OPENREG_CHECK(orEventRecord(static_cast<orEvent_t>(*event), OpenRegStream(stream).raw()));
+  OPENREG_CHECK(rtEventRecord(static_cast<rtEvent_t>(*event), OpenRegStream(stream).raw()));
 }
 
 void OpenRegGuardImpl::block(void* event, const c10::Stream& stream) const {
   if (event == nullptr) {
     return; // never recorded: nothing to wait for (c10::Event semantics)
   }
-  OPENREG_CHECK(orStreamWaitEvent(OpenRegStream(stream).raw(), static_cast<orEvent_t>(event), 0));
+  OPENREG_CHECK(rtStreamWaitEvent(OpenRegStream(stream).raw(), static_cast<rtEvent_t>(event), 0));
 }
 
 bool OpenRegGuardImpl::queryEvent(void* event) const {
   if (event == nullptr) {
     return true;
   }
-  const orError_t err = orEventQuery(static_cast<orEvent_t>(event));
-  if (err == orErrorNotReady) {
+  const rtError_t err = rtEventQuery(static_cast<rtEvent_t>(event));
+  if (err == rtErrorNotReady) {
     return false;
   }
   OPENREG_CHECK(err);
@@ -162,7 +162,7 @@ bool OpenRegGuardImpl::queryEvent(void* event) const {
 
 void OpenRegGuardImpl::synchronizeEvent(void* event) const {
   if (event != nullptr) {
-    OPENREG_CHECK(orEventSynchronize(static_cast<orEvent_t>(event)));
+    OPENREG_CHECK(rtEventSynchronize(static_cast<rtEvent_t>(event)));
   }
 }
 
@@ -172,8 +172,8 @@ double OpenRegGuardImpl::elapsedTime(void* event1, void* event2,
       event1 != nullptr && event2 != nullptr,
       "Both events must be recorded before calculating elapsed time.");
   float ms = 0;
-  OPENREG_CHECK(orEventElapsedTime(&ms, static_cast<orEvent_t>(event1),
-                                   static_cast<orEvent_t>(event2)));
+  OPENREG_CHECK(rtEventElapsedTime(&ms, static_cast<rtEvent_t>(event1),
+                                   static_cast<rtEvent_t>(event2)));
   return ms;
 }
 // [/guard-events]

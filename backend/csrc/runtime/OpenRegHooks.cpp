@@ -46,17 +46,17 @@ struct OpenRegHooks final : public at::PrivateUse1HooksInterface {
   }
 
   c10::Device getDeviceFromPtr(void* data) const override {
-    orPointerAttributes attr{};
-    OPENREG_CHECK(orPointerGetAttributes(&attr, data));
+    rtPointerAttributes attr{};
+    OPENREG_CHECK(rtPointerGetAttributes(&attr, data));
     TORCH_CHECK(
-        attr.type == orMemoryTypeDevice,
+        attr.type == rtMemoryTypeDevice,
         "openreg: pointer ", data, " is not openreg device memory");
     return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(attr.device));
   }
 
   bool isPinnedPtr(const void* data) const override {
-    orPointerAttributes attr{};
-    return orPointerGetAttributes(&attr, data) == orSuccess && attr.type == orMemoryTypeHost;
+    rtPointerAttributes attr{};
+    return rtPointerGetAttributes(&attr, data) == rtSuccess && attr.type == rtMemoryTypeHost;
   }
 
   c10::Allocator* getPinnedMemoryAllocator() const override {
@@ -75,8 +75,8 @@ struct OpenRegHooks final : public at::PrivateUse1HooksInterface {
     if (keep > 0) {
       // Ordered on the current stream after whatever produced the old bytes;
       // the old block goes back to the cache of that same stream.
-      OPENREG_CHECK(orMemcpyAsync(fresh.get(), impl->data(), keep,
-                                  orMemcpyDeviceToDevice, getCurrentRawStream(device)));
+      OPENREG_CHECK(rtMemcpyAsync(fresh.get(), impl->data(), keep,
+                                  rtMemcpyDeviceToDevice, getCurrentRawStream(device)));
     }
     impl->set_data_ptr_noswap(std::move(fresh));
     impl->set_nbytes(newsize);

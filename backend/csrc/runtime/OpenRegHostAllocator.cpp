@@ -21,7 +21,7 @@ namespace {
 struct HostBlock {
   size_t size;
   void* ptr;
-  std::vector<orEvent_t> events; // recorded by async copies that used it
+  std::vector<rtEvent_t> events; // recorded by async copies that used it
   bool allocated = false;
 };
 
@@ -71,7 +71,7 @@ class OpenRegHostAllocator final : public at::HostAllocator {
     HostBlock* block = take_free(rounded);
     if (block == nullptr) {
       void* ptr = nullptr;
-      OPENREG_CHECK(orMallocHost(&ptr, rounded));
+      OPENREG_CHECK(rtMallocHost(&ptr, rounded));
       block = new HostBlock{rounded, ptr};
       blocks_.emplace(ptr, block);
       host_stats::allocations(stats_).increase(1);
@@ -100,9 +100,9 @@ class OpenRegHostAllocator final : public at::HostAllocator {
     if (it == blocks_.end()) {
       return false;
     }
-    orEvent_t event = nullptr;
-    OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
-    OPENREG_CHECK(orEventRecord(event, OpenRegStream(stream).raw()));
+    rtEvent_t event = nullptr;
+    OPENREG_CHECK(rtEventCreateWithFlags(&event, rtEventDisableTiming));
+    OPENREG_CHECK(rtEventRecord(event, OpenRegStream(stream).raw()));
     it->second->events.push_back(event);
     return true;
   }
@@ -110,12 +110,12 @@ class OpenRegHostAllocator final : public at::HostAllocator {
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [size, block] : free_) {
-      for (orEvent_t e : block->events) {
-        OPENREG_WARN(orEventSynchronize(e));
-        OPENREG_WARN(orEventDestroy(e));
+      for (rtEvent_t e : block->events) {
+        OPENREG_WARN(rtEventSynchronize(e));
+        OPENREG_WARN(rtEventDestroy(e));
       }
       blocks_.erase(block->ptr);
-      OPENREG_WARN(orFreeHost(block->ptr));
+      OPENREG_WARN(rtFreeHost(block->ptr));
       host_stats::allocations(stats_).decrease(1);
       host_stats::allocated_bytes(stats_).decrease(block->size);
       delete block;
@@ -158,10 +158,10 @@ class OpenRegHostAllocator final : public at::HostAllocator {
 
   static bool events_done(HostBlock* block) {
     while (!block->events.empty()) {
-      if (orEventQuery(block->events.back()) == orErrorNotReady) {
+      if (rtEventQuery(block->events.back()) == rtErrorNotReady) {
         return false;
       }
-      OPENREG_WARN(orEventDestroy(block->events.back()));
+      OPENREG_WARN(rtEventDestroy(block->events.back()));
       block->events.pop_back();
     }
     return true;

@@ -1,4 +1,4 @@
-// Pinned host memory (orMallocHost) for PrivateUse1, cached like CUDA's
+// Pinned host memory (rtMallocHost) for PrivateUse1, cached like CUDA's
 // CachingHostAllocator: a block that served an async copy is only reused after
 // the events recorded on the copy's streams completed.
 #pragma once

@@ -21,14 +21,14 @@ void run_owned(void* user_data) {
 }
 } // namespace
 
-void launch_kernel(orStream_t stream, std::function<void()> fn) {
+void launch_kernel(rtStream_t stream, std::function<void()> fn) {
   auto owned = std::make_unique<std::function<void()>>(std::move(fn));
-  OPENREG_CHECK(orLaunchKernel(stream, &run_owned, owned.get()));
+  OPENREG_CHECK(rtLaunchKernel(stream, &run_owned, owned.get()));
   owned.release(); // the worker thread deletes it after running it
 }
 
 void launch_kernel_and_wait(c10::DeviceIndex device, const std::function<void()>& fn) {
-  const orStream_t stream = getCurrentRawStream(device);
+  const rtStream_t stream = getCurrentRawStream(device);
   std::exception_ptr error;
   launch_kernel(stream, [&fn, &error] {
     try {
@@ -37,7 +37,7 @@ void launch_kernel_and_wait(c10::DeviceIndex device, const std::function<void()>
       error = std::current_exception();
     }
   });
-  OPENREG_CHECK(orStreamSynchronize(stream));
+  OPENREG_CHECK(rtStreamSynchronize(stream));
   if (error) {
     std::rethrow_exception(error);
   }

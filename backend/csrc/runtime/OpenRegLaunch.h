@@ -9,7 +9,7 @@
 
 #include <c10/core/Device.h>
 
-#include <openreg.h>
+#include "runtime/rt/Runtime.h"
 
 namespace openreg {
 
@@ -17,7 +17,7 @@ namespace openreg {
 // Returns immediately. `fn` owns what it captures (capture tensors by value to
 // keep their storage alive until the kernel ran). An exception escaping `fn`
 // cannot reach the caller any more; it is reported with TORCH_WARN.
-void launch_kernel(orStream_t stream, std::function<void()> fn);
+void launch_kernel(rtStream_t stream, std::function<void()> fn);
 
 // launch_kernel on the current stream of `device`, then wait for that stream:
 // for the few places whose result the host needs right away. Exceptions from

@@ -26,7 +26,7 @@ struct PriorityRange {
 const PriorityRange& priority_range() {
   static const PriorityRange range = [] {
     PriorityRange r;
-    OPENREG_CHECK(orDeviceGetStreamPriorityRange(&r.least, &r.greatest));
+    OPENREG_CHECK(rtDeviceGetStreamPriorityRange(&r.least, &r.greatest));
     if (r.levels() > kMaxPriorityLevels) {
       r.greatest = r.least - kMaxPriorityLevels + 1;
     }
@@ -38,10 +38,10 @@ const PriorityRange& priority_range() {
 // All streams of one device. Created on first use of a pool stream.
 struct DevicePool {
   std::once_flag default_once;
-  orStream_t default_stream = nullptr;
+  rtStream_t default_stream = nullptr;
   std::once_flag pool_once;
   // [level][slot], level 0 = least priority.
-  std::vector<std::array<orStream_t, kStreamsPerPriority>> streams;
+  std::vector<std::array<rtStream_t, kStreamsPerPriority>> streams;
   std::array<std::atomic<uint32_t>, kMaxPriorityLevels> next{};
 };
 
@@ -51,10 +51,10 @@ DevicePool& pool(c10::DeviceIndex device) {
   return pools[device];
 }
 
-orStream_t default_raw(c10::DeviceIndex device) {
+rtStream_t default_raw(c10::DeviceIndex device) {
   auto& p = pool(device);
   std::call_once(p.default_once, [&] {
-    OPENREG_CHECK(orDeviceGetDefaultStream(device, &p.default_stream));
+    OPENREG_CHECK(rtDeviceGetDefaultStream(device, &p.default_stream));
   });
   return p.default_stream;
 }
@@ -67,7 +67,7 @@ void init_pool(c10::DeviceIndex device) {
     p.streams.resize(range.levels());
     for (int level = 0; level < range.levels(); ++level) {
       for (auto& s : p.streams[level]) {
-        OPENREG_CHECK(orStreamCreateWithPriority(&s, 0, range.least - level));
+        OPENREG_CHECK(rtStreamCreateWithPriority(&s, 0, range.least - level));
       }
     }
     set_device(previous);
@@ -93,7 +93,7 @@ OpenRegStream::OpenRegStream(c10::Stream stream) : stream_(stream) {
       "expected an openreg stream, got a stream on ", stream.device());
 }
 
-orStream_t OpenRegStream::raw() const {
+rtStream_t OpenRegStream::raw() const {
   const auto device = device_index();
   const auto id = stream_.id();
   if (id == 0) {
@@ -110,13 +110,13 @@ orStream_t OpenRegStream::raw() const {
 
 int OpenRegStream::priority() const {
   int priority = 0;
-  OPENREG_CHECK(orStreamGetPriority(raw(), &priority));
+  OPENREG_CHECK(rtStreamGetPriority(raw(), &priority));
   return priority;
 }
 
 bool OpenRegStream::query() const {
-  const orError_t err = orStreamQuery(raw());
-  if (err == orErrorNotReady) {
+  const rtError_t err = rtStreamQuery(raw());
+  if (err == rtErrorNotReady) {
     return false;
   }
   OPENREG_CHECK(err);
@@ -124,10 +124,10 @@ bool OpenRegStream::query() const {
 }
 
 void OpenRegStream::synchronize() const {
-  OPENREG_CHECK(orStreamSynchronize(raw()));
+  OPENREG_CHECK(rtStreamSynchronize(raw()));
 }
 
-orStream_t getCurrentRawStream(c10::DeviceIndex device) {
+rtStream_t getCurrentRawStream(c10::DeviceIndex device) {
   return getCurrentStream(device).raw();
 }
 
@@ -169,7 +169,7 @@ void setCurrentStream(const OpenRegStream& stream) {
   tls_current[stream.device_index()] = stream.id();
 }
 
-orStream_t rawStream(const c10::Stream& stream) {
+rtStream_t rawStream(const c10::Stream& stream) {
   return OpenRegStream(stream).raw();
 }
 

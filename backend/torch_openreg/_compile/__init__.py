@@ -21,13 +21,15 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from torch_openreg._runtime import DEVICE_TYPE
+
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 
 
 def _register_device_interface(module: ModuleType) -> None:
     from torch_openreg._compile.device_interface import OpenRegInterface
 
-    module.register_interface_for_device("openreg", OpenRegInterface)
+    module.register_interface_for_device(DEVICE_TYPE, OpenRegInterface)
 
 
 # [post-import-hook]

@@ -9,6 +9,8 @@ import torch
 from torch._dynamo.device_interface import DeviceInterface
 
 import torch_openreg._C as _C
+from torch_openreg import openreg as _device_module
+from torch_openreg._runtime import DEVICE_TYPE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,7 +19,7 @@ class OpenRegDeviceProperties:
     # Inductor sizes its CPU-style parallelism from this; openreg kernels use
     # the host's cores.
     multi_processor_count: int
-    type: str = "openreg"
+    type: str = DEVICE_TYPE
 
 
 def _index(device: Any = None) -> int:
@@ -28,39 +30,39 @@ def _index(device: Any = None) -> int:
 
 # [device-interface]
 class OpenRegInterface(DeviceInterface):
-    device = torch.openreg.device  # type: ignore[assignment]
+    device = _device_module.device  # type: ignore[assignment]
     Event = torch.Event  # type: ignore[assignment]
-    Stream = torch.openreg.Stream  # type: ignore[assignment]
+    Stream = _device_module.Stream  # type: ignore[assignment]
 
     class Worker:
         @staticmethod
         def set_device(device: int) -> None:
-            torch.openreg.set_device(device)
+            _device_module.set_device(device)
 
         @staticmethod
         def current_device() -> int:
-            return torch.openreg.current_device()
+            return _device_module.current_device()
 
         @staticmethod
         def get_device_properties(device: Any = None) -> OpenRegDeviceProperties:
             import os
 
             index = _index(device)
-            return OpenRegDeviceProperties(torch.openreg.get_device_name(index), os.cpu_count() or 1)
+            return OpenRegDeviceProperties(_device_module.get_device_name(index), os.cpu_count() or 1)
 
-    current_device = staticmethod(torch.openreg.current_device)
-    set_device = staticmethod(torch.openreg.set_device)
-    device_count = staticmethod(torch.openreg.device_count)
-    is_available = staticmethod(torch.openreg.is_available)
-    stream = staticmethod(torch.openreg.stream)
-    current_stream = staticmethod(torch.openreg.current_stream)
-    set_stream = staticmethod(torch.openreg.set_stream)
-    synchronize = staticmethod(torch.openreg.synchronize)
-    memory_allocated = staticmethod(torch.openreg.memory_allocated)
+    current_device = staticmethod(_device_module.current_device)
+    set_device = staticmethod(_device_module.set_device)
+    device_count = staticmethod(_device_module.device_count)
+    is_available = staticmethod(_device_module.is_available)
+    stream = staticmethod(_device_module.stream)
+    current_stream = staticmethod(_device_module.current_stream)
+    set_stream = staticmethod(_device_module.set_stream)
+    synchronize = staticmethod(_device_module.synchronize)
+    memory_allocated = staticmethod(_device_module.memory_allocated)
 
     @staticmethod
     def maybe_exchange_device(device: int) -> int:
-        return _C._exchange_device(device) if device >= 0 else torch.openreg.current_device()
+        return _C._exchange_device(device) if device >= 0 else _device_module.current_device()
 
     @staticmethod
     def exchange_device(device: int) -> int:

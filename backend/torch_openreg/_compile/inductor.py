@@ -24,6 +24,7 @@ from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu  # noqa: F401 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
 import torch_openreg._C as _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 _LAUNCHER_ENV = "_TORCH_OPENREG_HOST_KERNEL_LAUNCHER"
 
@@ -108,7 +109,7 @@ class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
                                      triton: bool = True, **kwargs: Any) -> None:
         # A C++ kernel on openreg is called like a CPU one: its binding
         # enqueues it on the current stream by itself.
-        if not triton and device is not None and device.type == "openreg":
+        if not triton and device is not None and device.type == DEVICE_TYPE:
             self.writeline(self.wrap_kernel_call(kernel_name, call_args))
             return
         super()._generate_kernel_call_helper(kernel_name, call_args, device=device, triton=triton, **kwargs)
@@ -134,7 +135,7 @@ def _skip_reindex_for_openreg() -> None:
     def try_reindex(self: Any, node1: Any, node2: Any) -> bool:
         for node in (node1, node2):
             device = node.get_device()
-            if device is not None and device.type == "openreg":
+            if device is not None and device.type == DEVICE_TYPE:
                 return False
         return reindex(self, node1, node2)
 
@@ -152,17 +153,17 @@ class OpenRegDeviceOpOverrides(DeviceOpOverrides):
         return f"from torch_openreg._C import _get_raw_stream as {name}"
 
     def set_device(self, device_idx: int) -> str:
-        return f"torch.openreg.set_device({device_idx})"
+        return f"torch.{DEVICE_TYPE}.set_device({device_idx})"
 
     def synchronize(self) -> str:
-        return "torch.openreg.synchronize()"
+        return f"torch.{DEVICE_TYPE}.synchronize()"
 
     def device_guard(self, device_idx: int) -> str:
-        return f"torch.openreg._DeviceGuard({device_idx})"
+        return f"torch.{DEVICE_TYPE}._DeviceGuard({device_idx})"
 
     def cpp_kernel_type(self) -> str:
         return "void*"
 # [/device-op-overrides]
 
 
-register_device_op_overrides("openreg", OpenRegDeviceOpOverrides())
+register_device_op_overrides(DEVICE_TYPE, OpenRegDeviceOpOverrides())

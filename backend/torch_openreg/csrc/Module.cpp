@@ -81,14 +81,14 @@ void init_bindings(py::module_& m) {
   m.def("_synchronize", [](c10::DeviceIndex device) {
     py::gil_scoped_release no_gil;
     const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, resolve(device)));
-    OPENREG_CHECK(orDeviceSynchronize());
+    OPENREG_CHECK(rtDeviceSynchronize());
   });
 
   // Streams: (stream_id, device_index, device_type) triples, as torch.Stream takes.
   m.def("_get_current_stream", [](c10::DeviceIndex d) {
     return pack_stream(openreg::getCurrentStream(resolve(d)).unwrap());
   });
-  // The raw orStream_t of the current stream (Dynamo's get_raw_stream).
+  // The raw rtStream_t of the current stream (Dynamo's get_raw_stream).
   m.def("_get_raw_stream", [](c10::DeviceIndex d) {
     return reinterpret_cast<uintptr_t>(openreg::getCurrentRawStream(resolve(d)));
   });
@@ -113,7 +113,7 @@ void init_bindings(py::module_& m) {
   // so tests can observe not-yet-finished work deterministically.
   m.def("_sleep", [](int64_t ms) {
     auto* arg = new int64_t(ms);
-    OPENREG_CHECK(orLaunchHostFunc(
+    OPENREG_CHECK(rtLaunchHostFunc(
         openreg::getCurrentRawStream(openreg::current_device()),
         [](void* p) {
           std::unique_ptr<int64_t> duration(static_cast<int64_t*>(p));

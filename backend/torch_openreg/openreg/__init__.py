@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 import torch_openreg._C as _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 _initialized = False
 _init_lock = threading.Lock()
@@ -64,13 +65,13 @@ def _device_index(device: Any, optional: bool = True) -> int:
     """int / str / torch.device / None -> device index (None -> current)."""
     if device is None:
         if not optional:
-            raise ValueError("Expected an openreg device, got None")
+            raise ValueError(f"Expected an {DEVICE_TYPE} device, got None")
         return current_device()
     if isinstance(device, int):
         return device
     device = torch.device(device)
-    if device.type != "openreg":
-        raise ValueError(f"Expected an openreg device, got {device}")
+    if device.type != DEVICE_TYPE:
+        raise ValueError(f"Expected an {DEVICE_TYPE} device, got {device}")
     return current_device() if device.index is None else device.index
 
 
@@ -172,7 +173,7 @@ def __getattr__(name: str) -> Any:
     if name in _INDUCTOR_ATTRIBUTES:
         module, attribute = _INDUCTOR_ATTRIBUTES[name]
         return getattr(importlib.import_module(module), attribute)
-    raise AttributeError(f"module 'torch.openreg' has no attribute {name!r}")
+    raise AttributeError(f"module 'torch.{DEVICE_TYPE}' has no attribute {name!r}")
 # [/inductor-attributes]
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from torch_openreg._runtime import DEVICE_TYPE
+
 __all__ = ["GradScaler", "autocast"]
 
 
@@ -21,11 +23,11 @@ class autocast(torch.amp.autocast):
 
     def __init__(self, enabled: bool = True, dtype: torch.dtype | None = None,
                  cache_enabled: bool = True) -> None:
-        super().__init__("openreg", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        super().__init__(DEVICE_TYPE, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
 class GradScaler(torch.amp.GradScaler):
     """`torch.amp.GradScaler("openreg", ...)`: loss scaling for float16 training."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__("openreg", *args, **kwargs)
+        super().__init__(DEVICE_TYPE, *args, **kwargs)

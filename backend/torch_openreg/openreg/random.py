@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 import torch_openreg._C as _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 
 def _index(device: Any) -> int:
@@ -23,7 +24,7 @@ class _DefaultGenerators:
         from torch_openreg.openreg import device_count
 
         if not 0 <= index < device_count():
-            raise IndexError(f"openreg device index {index} out of range")
+            raise IndexError(f"{DEVICE_TYPE} device index {index} out of range")
         return _C._get_default_generator(index)
 
     def __len__(self) -> int:
@@ -38,7 +39,7 @@ class _DefaultGenerators:
 default_generators = _DefaultGenerators()
 
 
-def get_rng_state(device: Any = "openreg") -> torch.Tensor:
+def get_rng_state(device: Any = DEVICE_TYPE) -> torch.Tensor:
     return default_generators[_index(device)].get_state()
 
 
@@ -46,7 +47,7 @@ def get_rng_state_all() -> list[torch.Tensor]:
     return [g.get_state() for g in default_generators]
 
 
-def set_rng_state(new_state: torch.Tensor, device: Any = "openreg") -> None:
+def set_rng_state(new_state: torch.Tensor, device: Any = DEVICE_TYPE) -> None:
     default_generators[_index(device)].set_state(new_state.clone(memory_format=torch.contiguous_format))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 import torch_openreg._C as _C
+from torch_openreg._runtime import DEVICE_TYPE
 
 
 def _index(device: Any) -> int:
@@ -30,7 +31,7 @@ class Stream(torch.Stream):
 
         _lazy_init()
         return super().__new__(
-            cls, device=torch.device("openreg", _index(device)), priority=priority
+            cls, device=torch.device(DEVICE_TYPE, _index(device)), priority=priority
         )
 
     @property
@@ -47,7 +48,7 @@ class Event(torch.Event):
         cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
     ) -> torch.Event:
         return torch.Event(
-            device="openreg", enable_timing=enable_timing, blocking=blocking,
+            device=DEVICE_TYPE, enable_timing=enable_timing, blocking=blocking,
             interprocess=interprocess,
         )
 

@@ -12,7 +12,7 @@ bool native_kernels_enabled();
 void set_native_kernels_enabled(bool enabled);
 
 struct KernelCounters {
-  uint64_t native_launches = 0;  // kernels enqueued with orLaunchKernel by this directory
+  uint64_t native_launches = 0;  // kernels enqueued with rtLaunchKernel by this directory
   uint64_t cpu_fallbacks = 0;    // ops this directory routed to at::native::cpu_fallback
 };
 

@@ -33,10 +33,10 @@ void run_body(void* user_data) {
 } // namespace
 
 void launch_kernel(c10::DeviceIndex device, std::function<void()> body) {
-  orStream_t stream = openreg::getCurrentRawStream(device);
+  rtStream_t stream = openreg::getCurrentRawStream(device);
   auto* heap_body = new std::function<void()>(std::move(body));
-  orError_t err = orLaunchKernel(stream, &run_body, heap_body);
-  if (err != orSuccess) {
+  rtError_t err = rtLaunchKernel(stream, &run_body, heap_body);
+  if (err != rtSuccess) {
     delete heap_body;
     OPENREG_CHECK(err);
   }

@@ -1,7 +1,7 @@
 #pragma once
 
 // Kernel submission: every native kernel is a host closure run by
-// orLaunchKernel on the worker thread of the current openreg stream, the only
+// rtLaunchKernel on the worker thread of the current openreg stream, the only
 // place where device memory is readable.
 
 #include <c10/core/Device.h>

@@ -49,14 +49,14 @@ bool memcpy_compatible(const at::Tensor& a, const at::Tensor& b) {
 
 // Leaves the stream running when the host side is pinned memory we can tag;
 // otherwise waits, because pageable host memory may be reused on return.
-void finish_host_copy(const at::Tensor& host, orStream_t stream, c10::DeviceIndex device,
+void finish_host_copy(const at::Tensor& host, rtStream_t stream, c10::DeviceIndex device,
                       bool non_blocking) {
   if (non_blocking &&
       host_record_stream(host.storage().data(), host.storage().data_ptr().get_context(),
                          getCurrentStream(device).unwrap())) {
     return;
   }
-  OPENREG_CHECK(orStreamSynchronize(stream));
+  OPENREG_CHECK(rtStreamSynchronize(stream));
 }
 
 // [device-copy]
@@ -74,9 +74,9 @@ void copy_h2d(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   const auto device = dst.device().index();
   const c10::DeviceGuard guard(dst.device());
   if (memcpy_compatible(src, dst)) {
-    const orStream_t stream = getCurrentRawStream(device);
-    OPENREG_CHECK(orMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
-                                orMemcpyHostToDevice, stream));
+    const rtStream_t stream = getCurrentRawStream(device);
+    OPENREG_CHECK(rtMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
+                                rtMemcpyHostToDevice, stream));
     finish_host_copy(src, stream, device, non_blocking);
     return;
   }
@@ -95,9 +95,9 @@ void copy_d2h(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   const auto device = src.device().index();
   const c10::DeviceGuard guard(src.device());
   if (memcpy_compatible(src, dst)) {
-    const orStream_t stream = getCurrentRawStream(device);
-    OPENREG_CHECK(orMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(),
-                                orMemcpyDeviceToHost, stream));
+    const rtStream_t stream = getCurrentRawStream(device);
+    OPENREG_CHECK(rtMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(),
+                                rtMemcpyDeviceToHost, stream));
     finish_host_copy(dst, stream, device, non_blocking);
     return;
   }

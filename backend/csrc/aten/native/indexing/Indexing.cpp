@@ -153,7 +153,7 @@ std::optional<Tensor> run_index(const Tensor& self, const c10::List<std::optiona
       }
     });
   });
-  OPENREG_CHECK(orStreamSynchronize(openreg::getCurrentRawStream(self.device().index())));
+  OPENREG_CHECK(rtStreamSynchronize(openreg::getCurrentRawStream(self.device().index())));
   const int64_t bad = bad_index->load();
   TORCH_CHECK_INDEX(bad == INT64_MIN, "index ", bad, " is out of bounds for dimension ", dim, " with size ",
                     dim_size);
