@@ -35,13 +35,14 @@ SERVER = Path(__file__).with_name("_preloaded_server.py")
 #                    TORCHINDUCTOR_*, TORCHDYNAMO_*, PYTORCH_* allocator settings)
 #   OPENREG_         torch_openreg: OPENREG_NATIVE_KERNELS is read in the library's static
 #                    initialisers, the runtime caches OPENREG_DEVICE_* at its first query
+#   SHMREG_          the shmreg runtime caches SHMREG_DEVICE_* and SHMREG_SERVER likewise
 #   OMP_, KMP_, GOMP_, MKL_, OPENBLAS_  the math and threading libraries, when loaded
 #   LANG, LC_*       stdio's encoding, set at start
 #   HOME             the user site directory on sys.path
 # Anything else (PATH, TMPDIR, PYTEST_CURRENT_TEST, a test's own variables) is applied in
 # the child before the code runs, as the fresh interpreter would see it.
-IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "TORCH", "PYTORCH_", "OPENREG_", "OMP_", "KMP_",
-                        "GOMP_", "MKL_", "OPENBLAS_", "LC_")
+IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "TORCH", "PYTORCH_", "OPENREG_", "SHMREG_", "OMP_",
+                        "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "LC_")
 IMPORT_TIME_NAMES = ("LANG", "HOME")
 
 START_TIMEOUT_S = 300.0

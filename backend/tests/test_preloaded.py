@@ -15,7 +15,14 @@ import time
 
 import _preloaded
 import pytest
-from conftest import run_python
+from conftest import retarget
+from conftest import run_python as _run_python
+
+
+def run_python(code: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    """The snippets here are written for the openreg device, as the `python` fixture's are;
+    under another runtime (TORCH_OPENREG_RUNTIME) they name that runtime's device."""
+    return _run_python(retarget(code), **kwargs)
 
 
 def _server() -> _preloaded.Server:
@@ -81,7 +88,7 @@ def test_a_run_equals_a_fresh_run(name):
     assert _parent_of_run() != os.getpid()  # the first did go through the server
     assert (preloaded.returncode, preloaded.stdout, _comparable(preloaded.stderr)) == (
         fresh.returncode, fresh.stdout, _comparable(fresh.stderr))
-    assert preloaded.args == fresh.args == [sys.executable, "-c", code]
+    assert preloaded.args == fresh.args == [sys.executable, "-c", retarget(code)]
     if name in ("abort", "segfault", "kill"):
         assert preloaded.returncode < 0  # died of the signal, as the fresh one did
 
