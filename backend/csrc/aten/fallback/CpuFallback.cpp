@@ -3,7 +3,12 @@
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
+#include "compat/TorchVersion.h"
 #include "runtime/OpenRegGenerator.h"
+
+#if !OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
+#endif
 
 namespace openreg::fallback {
 
@@ -84,5 +89,17 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
+
+// COMPAT(>= 2.10): torch registers the autograd fallback for AutogradPrivateUse1
+// itself (aten/src/ATen/core/VariableFallbackKernel.cpp, PR #165315). 2.9 has it
+// for every other Autograd key but not this one, so an op with no autograd
+// kernel (c10d::allreduce_ and the other collectives) fails on openreg tensors
+// with "Could not run ... from the 'Autogradopenreg' backend". Register the same
+// fallback the other keys get. CAN REMOVE the #if when MIN_SUPPORTED >= 2.10.
+#if !OPENREG_TORCH_VERSION_AT_LEAST(2, 10)
+TORCH_LIBRARY_IMPL(_, AutogradPrivateUse1, m) {
+  m.fallback(torch::autograd::basicAutogradNotImplementedFallback());
+}
+#endif
 
 } // namespace openreg::fallback
