@@ -218,13 +218,19 @@ def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None
     """``code`` run as `python -c` in a fork of the preloaded interpreter; None when that
     cannot be the same as a fresh interpreter (``env`` differs in an import-time variable
     from the server's) or the server cannot start (a fresh run shows why)."""
-    global _cannot_start
+    global _cannot_start, _server
     if _cannot_start is not None:
         return None
-    current = _server if _server is not None and _server.alive() else None
-    base = current.env if current is not None else dict(os.environ)
+    base = dict(os.environ)
     if import_time_differences(env, base):
-        return None
+        return None  # the run itself sets them: only a fresh interpreter reads them
+    if (_server is not None and _owner == os.getpid()
+            and import_time_differences(base, _server.env)):
+        # This process's own environment changed since the server started (torch 2.9's
+        # Inductor sets TORCHINDUCTOR_CACHE_DIR in os.environ on its first compile): a
+        # fork would carry the old values, so the server starts again from the new ones.
+        _server.close()
+        _server = None
     try:
         return server(base).run(code, env=env, cwd=cwd, timeout=timeout)
     except (BrokenPipeError, ConnectionResetError):

@@ -142,6 +142,18 @@ def test_import_time_variables_get_a_fresh_interpreter():
     assert _parent_of_run(env={"OOTCI_ANYTHING": "1"}) == server
 
 
+def test_a_change_to_pytests_own_environment_restarts_the_server(monkeypatch):
+    # torch 2.9's Inductor sets TORCHINDUCTOR_CACHE_DIR in os.environ at its first
+    # compile: later runs must see it, as a fresh interpreter would, and still be forks.
+    before = _server().proc.pid
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/nonexistent/set-by-the-suite")
+    r = run_python("import os; print(os.getppid(), os.environ['TORCHINDUCTOR_CACHE_DIR'])")
+    parent, seen = r.stdout.split()
+    assert seen == "/nonexistent/set-by-the-suite"
+    assert int(parent) not in (before, os.getpid())  # a new server's child
+    assert int(parent) == _server().proc.pid
+
+
 def test_import_time_differences_compares_both_ways():
     diff = _preloaded.import_time_differences
     assert diff({"PATH": "a", "TORCH_X": "1"}, {"PATH": "b", "TORCH_X": "1"}) == []
