@@ -93,7 +93,9 @@ def memfd_mapping(pid):
 
 assert servers() == [], "no server before the first device call"
 t = torch.arange(1000, dtype=torch.int32, device="shmreg:1") * 3
-torch.shmreg.synchronize()
+# Device 1's stream, not the current device's: unsynchronised, a loaded machine reads
+# the server's memory before the kernel has written it.
+torch.shmreg.synchronize(1)
 [server] = servers()
 print("server holds memfd:", holds_memfd(server))
 print("client holds memfd:", holds_memfd(os.getpid()))
