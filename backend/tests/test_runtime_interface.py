@@ -168,3 +168,23 @@ def test_unknown_runtime_is_refused_at_import(name):
     r = _run("import torch", name)  # autoload imports torch_openreg
     assert r.returncode != 0
     assert "TORCH_OPENREG_RUNTIME" in r.stderr and "shmreg" in r.stderr
+
+
+# A CI sandbox (ootci's among them) sets RLIMIT_FSIZE; shmreg's device memory is a file.
+_UNDER_A_FILE_SIZE_LIMIT = """
+import resource
+resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
+import torch, torch_openreg
+x = torch.arange(1 << 20, dtype=torch.float32, device="shmreg:1")
+free, total = torch.shmreg.mem_get_info(1)
+print((x * 2).sum().item() == float((1 << 20) * ((1 << 20) - 1)), total)
+"""
+
+
+def test_shmreg_device_memory_fits_the_file_size_limit():
+    # Fresh: the limit must be in place before the import reads the runtime's config.
+    r = run_python(_UNDER_A_FILE_SIZE_LIMIT, env={"TORCH_OPENREG_RUNTIME": "shmreg"}, fresh=True)
+    assert r.returncode == 0, r.stderr
+    works, total = r.stdout.split()
+    assert works == "True"
+    assert 0 < int(total) <= 128 << 20  # each of the 2 devices its share of 256 MiB

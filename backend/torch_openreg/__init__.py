@@ -20,8 +20,9 @@ from torch_openreg import _compile
 from torch_openreg import distributed as _distributed
 from torch_openreg import openreg as _device_module
 
-# The device is named after the runtime (TORCH_OPENREG_RUNTIME): "openreg" or "shmreg".
-_BACKEND = _runtime.DEVICE_TYPE
+# The device is named after the runtime (TORCH_OPENREG_RUNTIME): "openreg" by default
+# (the name `ootci init` reads here), "shmreg" under the shmreg runtime.
+_BACKEND = "openreg" if _runtime.RUNTIME == "openreg" else _runtime.DEVICE_TYPE
 
 
 # [register]

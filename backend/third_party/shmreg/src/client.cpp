@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,13 +28,30 @@ std::uint64_t env_number(const char* name, const char* fallback, std::uint64_t d
   return std::strtoull(text, nullptr, 10);
 }
 
+// [shmreg-memory-limit]
+// Device memory is one file (the server's memfd), so it counts against RLIMIT_FSIZE,
+// which the server inherits: under a file-size limit (a CI sandbox sets one) each
+// device gets its share of the limit instead of a server that cannot start.
+std::uint64_t bytes_per_device(int devices, std::uint64_t wanted) {
+  rlimit limit{};
+  if (devices <= 0 || getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return wanted;
+  }
+  const std::uint64_t share = static_cast<std::uint64_t>(limit.rlim_cur) / devices;
+  return wanted < share ? wanted : share & ~std::uint64_t{4095};
+}
+// [/shmreg-memory-limit]
+
 }  // namespace
 
 const Config& config() {
-  static const Config cfg{
-      static_cast<int>(env_number("SHMREG_DEVICE_COUNT", "OPENREG_DEVICE_COUNT", 2)),
-      env_number("SHMREG_DEVICE_MEMORY", "OPENREG_DEVICE_MEMORY", std::uint64_t{16} << 30),
-  };
+  static const Config cfg = [] {
+    const int devices =
+        static_cast<int>(env_number("SHMREG_DEVICE_COUNT", "OPENREG_DEVICE_COUNT", 2));
+    return Config{devices, bytes_per_device(devices, env_number("SHMREG_DEVICE_MEMORY",
+                                                                "OPENREG_DEVICE_MEMORY",
+                                                                std::uint64_t{16} << 30))};
+  }();
   return cfg;
 }
 
