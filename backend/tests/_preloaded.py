@@ -201,9 +201,13 @@ _cannot_start: str | None = None  # once it failed to start, runs are fresh
 
 
 def server(env: dict[str, str]) -> Server:
-    """This process's server, (re)started with ``env`` when there is none or it died."""
+    """This process's server, (re)started with ``env`` when there is none, it died, or it
+    started from other import-time values than ``env`` has: pytest's own environment can
+    change (torch 2.9's Inductor sets TORCHINDUCTOR_CACHE_DIR on its first compile), and a
+    fork would carry the old values."""
     global _server, _owner
-    if _server is not None and (_owner != os.getpid() or not _server.alive()):
+    if _server is not None and (_owner != os.getpid() or not _server.alive()
+                                or import_time_differences(env, _server.env)):
         if _owner == os.getpid():
             _server.close()
         _server = None  # a fork of pytest does not share its parent's server
@@ -218,19 +222,12 @@ def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None
     """``code`` run as `python -c` in a fork of the preloaded interpreter; None when that
     cannot be the same as a fresh interpreter (``env`` differs in an import-time variable
     from the server's) or the server cannot start (a fresh run shows why)."""
-    global _cannot_start, _server
+    global _cannot_start
     if _cannot_start is not None:
         return None
     base = dict(os.environ)
     if import_time_differences(env, base):
         return None  # the run itself sets them: only a fresh interpreter reads them
-    if (_server is not None and _owner == os.getpid()
-            and import_time_differences(base, _server.env)):
-        # This process's own environment changed since the server started (torch 2.9's
-        # Inductor sets TORCHINDUCTOR_CACHE_DIR in os.environ on its first compile): a
-        # fork would carry the old values, so the server starts again from the new ones.
-        _server.close()
-        _server = None
     try:
         return server(base).run(code, env=env, cwd=cwd, timeout=timeout)
     except (BrokenPipeError, ConnectionResetError):
