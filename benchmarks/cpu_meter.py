@@ -151,3 +151,65 @@ def reap_adopted(wait_s: float = 30.0) -> tuple[int, int]:
             me = os.getpid()
             return reaped, sum(1 for ppid, _, _ in _processes().values() if ppid == me)
         time.sleep(0.05)
+
+
+# The CPU of one command's whole process tree, sandboxed descendants included: a
+# control group counts every process started in it, whoever reaps it (bwrap's children
+# never reach our getrusage, and /proc snapshots miss short-lived processes). Needs a
+# writable cpuacct (cgroup v1) or cgroup2 hierarchy: root on a VM or a privileged box.
+_CGROUP_ROOTS = (("/sys/fs/cgroup/cpuacct", "cpuacct.usage"),
+                 ("/sys/fs/cgroup/unified", "cpu.stat"),
+                 ("/sys/fs/cgroup", "cpu.stat"))
+
+
+class TreeCpu:
+    """``with TreeCpu() as tree: subprocess.run(cmd, preexec_fn=tree.enter)`` then
+    ``tree.cpu_s``: the CPU seconds of every process the command started, or None where no
+    control group can be made here (``tree.why`` says why)."""
+
+    def __init__(self) -> None:
+        self.cpu_s: float | None = None
+        self.why = ""
+        self._dir: str | None = None
+        self._usage = ""
+
+    def __enter__(self) -> TreeCpu:
+        for root, usage in _CGROUP_ROOTS:
+            if not os.path.exists(os.path.join(root, usage)):
+                continue
+            path = os.path.join(root, f"ootci-bench-{os.getpid()}-{time.monotonic_ns()}")
+            try:
+                os.mkdir(path)
+            except OSError as exc:
+                self.why = f"{root}: {exc.strerror}"
+                continue
+            self._dir, self._usage = path, usage
+            return self
+        self.why = self.why or "no cgroup hierarchy with CPU accounting"
+        return self
+
+    def enter(self) -> None:
+        """A subprocess's preexec_fn: the child joins the group before it execs."""
+        if self._dir is not None:
+            with open(os.path.join(self._dir, "cgroup.procs"), "w") as procs:
+                procs.write(str(os.getpid()))
+
+    def _read(self) -> float:
+        assert self._dir is not None
+        with open(os.path.join(self._dir, self._usage)) as usage:
+            text = usage.read()
+        if self._usage == "cpuacct.usage":
+            return int(text) / 1e9
+        fields = dict(line.split() for line in text.splitlines())
+        return int(fields["usage_usec"]) / 1e6
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._dir is None:
+            return
+        self.cpu_s = self._read()
+        for _ in range(50):  # the group goes once its last process has
+            try:
+                os.rmdir(self._dir)
+                return
+            except OSError:
+                time.sleep(0.1)

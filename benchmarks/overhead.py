@@ -13,6 +13,12 @@ its test command, in a venv layered over this interpreter's site-packages (what 
 --torch installed`` builds on); ootci's test requirements are already there, so installing
 them is ootci's overhead, not the backend's work.
 
+ootci's own sources are compiled to .pyc first, as the images do (docker/): where
+PYTHONDONTWRITEBYTECODE is set and nothing compiled them, every ``ootci`` start compiles
+them again, which is not the run's work. The CPU of each side's whole process tree
+(sandboxed descendants included) is counted in a control group where one can be made
+(``cpu_meter.TreeCpu``): unlike the machine's busy time, other jobs do not inflate it.
+
 Targets: issue #31, ootci <= 1.2x by hand for the pure-Python backend, <= 1.05x for the
 bundled one.
 """
@@ -33,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.cpu_meter import CpuMeter  # noqa: E402
+from benchmarks.cpu_meter import CpuMeter, TreeCpu  # noqa: E402
 from workers.pipeline.env.layered import layered_venv, purelib  # noqa: E402
 from workers.pipeline.steps.recipe import expand, load_recipe  # noqa: E402
 
@@ -44,6 +50,7 @@ PYSRC = ROOT / "tests" / "fixtures" / "backends" / "pysrc"
 class Timing:
     wall_s: list[float] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
+    tree_cpu_s: list[float] = field(default_factory=list)
     steps: list[dict[str, float]] = field(default_factory=list)
 
     @property
@@ -53,6 +60,10 @@ class Timing:
     @property
     def cpu(self) -> float:
         return min(self.cpu_s)
+
+    @property
+    def tree_cpu(self) -> float | None:
+        return min(self.tree_cpu_s) if self.tree_cpu_s else None
 
     def fastest_steps(self) -> dict[str, float]:
         return self.steps[self.wall_s.index(self.wall)]
@@ -69,32 +80,33 @@ def _say_if_not_quiet(what: str, meter: CpuMeter) -> None:
         print(f"  {what}: {warning}", flush=True)
 
 
-def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, dict[str, float]]:
+def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, float | None, dict[str, float]]:
     """The recipe's build command, then its test command, as a developer runs them."""
     recipe = load_recipe(backend)
     env = _clean_env(**recipe.env)
     test_env = _clean_env(**recipe.test_env)
     junit = work / "junit.xml"
-    with CpuMeter() as meter:
+    with CpuMeter() as meter, TreeCpu() as tree:
         start = time.perf_counter()
         subprocess.run(expand(recipe.build_command, python=str(python), junit=str(junit)), cwd=backend, env=env,
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, preexec_fn=tree.enter)
         built = time.perf_counter()
         tests = subprocess.run(expand(recipe.test_command, python=str(python), junit=str(junit)), cwd=backend,
-                               env=test_env, capture_output=True, text=True)
+                               env=test_env, capture_output=True, text=True, preexec_fn=tree.enter)
         end = time.perf_counter()
     _say_if_not_quiet("by hand", meter)
     if tests.returncode != 0:
         sys.exit(f"the suite failed by hand:\n{tests.stdout[-3000:]}")
-    return end - start, meter.use.busy_cpu_s, {"build": built - start, "test": end - built}
+    return end - start, meter.use.busy_cpu_s, tree.cpu_s, {"build": built - start, "test": end - built}
 
 
-def through_ootci(backend: Path, home: Path) -> tuple[float, float, dict[str, float]]:
-    with CpuMeter() as meter:
+def through_ootci(backend: Path, home: Path) -> tuple[float, float, float | None, dict[str, float]]:
+    with CpuMeter() as meter, TreeCpu() as tree:
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "service.cli", "run", "--torch", "installed", "--backend", str(backend), "--json"],
             cwd=ROOT, env=_clean_env(OOTCI_HOME=str(home)), capture_output=True, text=True,
+            preexec_fn=tree.enter,
         )
         elapsed = time.perf_counter() - start
     _say_if_not_quiet("ootci run", meter)
@@ -103,7 +115,7 @@ def through_ootci(backend: Path, home: Path) -> tuple[float, float, dict[str, fl
     (result,) = json.loads(proc.stdout)
     steps = {s["name"]: float(s["duration_s"]) for s in result["steps"]}
     steps["outside steps"] = elapsed - sum(steps.values())
-    return elapsed, meter.use.busy_cpu_s, steps
+    return elapsed, meter.use.busy_cpu_s, tree.cpu_s, steps
 
 
 def measure(name: str, backend: Path, rounds: int, tmp: Path) -> tuple[Timing, Timing]:
@@ -115,9 +127,11 @@ def measure(name: str, backend: Path, rounds: int, tmp: Path) -> tuple[Timing, T
     for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits both
         for timing, run in ((hand, lambda: by_hand(backend, hand_env, tmp)),
                             (ootci, lambda: through_ootci(backend, home))):
-            wall, cpu, steps = run()
+            wall, cpu, tree_cpu, steps = run()
             timing.wall_s.append(wall)
             timing.cpu_s.append(cpu)
+            if tree_cpu is not None:
+                timing.tree_cpu_s.append(tree_cpu)
             timing.steps.append(steps)
     return hand, ootci
 
@@ -129,6 +143,9 @@ def report(name: str, hand: Timing, ootci: Timing, target: float) -> None:
           f"ootci run {ootci.wall:.2f} s wall, {ootci.cpu:.2f} CPU-s (floor {ootci.cpu / cores:.2f} s)")
     print(f"  ratio ootci/by hand: wall {ratio:.2f}x (target <= {target}x, "
           f"{'met' if ratio <= target else 'missed'}), CPU {ootci.cpu / hand.cpu:.2f}x")
+    if hand.tree_cpu and ootci.tree_cpu:
+        print(f"  own process trees (cgroup, other jobs excluded): by hand {hand.tree_cpu:.2f} CPU-s, "
+              f"ootci run {ootci.tree_cpu:.2f} CPU-s: {ootci.tree_cpu / hand.tree_cpu:.2f}x")
     hand_steps = ", ".join(f"{k} {v:.2f} s" for k, v in hand.fastest_steps().items())
     print(f"  by hand: {hand_steps}")
     shares = ", ".join(f"{k} {v:.2f} s ({100 * v / ootci.wall:.0f}%)" for k, v in ootci.fastest_steps().items())
@@ -140,6 +157,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bundled", action="store_true", help="measure backend/ (torch_openreg) too")
     args = parser.parse_args()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "service", "workers"], cwd=ROOT,
+                   check=True, stdout=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory(prefix="ootci-overhead-") as tmp_name:
         tmp = Path(tmp_name)
         pysrc = tmp / "pysrc"

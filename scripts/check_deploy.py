@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -213,7 +214,27 @@ def check_dockerfiles(root: Path) -> list[str]:
     if not dockerfiles:
         return []
     code, output = _run("hadolint", "--no-color", *map(str, dockerfiles))
-    return [f"hadolint:\n{output}"] if code != 0 else []
+    problems = [f"hadolint:\n{output}"] if code != 0 else []
+    return problems + [p for path in dockerfiles for p in _uncompiled_sources(path)]
+
+
+_OWN_PACKAGES = ("service", "workers")
+
+
+def _uncompiled_sources(dockerfile: Path) -> list[str]:
+    """An image that sets PYTHONDONTWRITEBYTECODE and copies ootci's packages must compile
+    them while it is built: its processes never write the .pyc files, so every start
+    (each command, each worker) would compile them again (issue #31's overhead)."""
+    text = dockerfile.read_text(encoding="utf-8")
+    if not re.search(r"^ENV\b[^\n]*PYTHONDONTWRITEBYTECODE=1", text, re.MULTILINE):
+        return []
+    copied = [pkg for pkg in _OWN_PACKAGES if re.search(rf"^COPY\b.*\s{pkg}\s", text, re.MULTILINE)]
+    compiled = re.search(r"compileall\b([^\n]*)", text)
+    missing = [pkg for pkg in copied if compiled is None or pkg not in compiled.group(1).split()]
+    if not missing:
+        return []
+    return [f"{dockerfile}: sets PYTHONDONTWRITEBYTECODE=1 but never compiles "
+            f"{', '.join(missing)} (RUN python -m compileall -q {' '.join(copied)})"]
 
 
 def check(root: Path) -> list[str]:

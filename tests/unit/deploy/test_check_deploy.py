@@ -75,3 +75,12 @@ def test_a_dockerfile_the_linter_rejects_turns_it_red(copy: Path) -> None:
     edit(copy / "docker/Dockerfile.api", "WORKDIR /app", "RUN cd /app")
     done = run_check(copy)
     assert done.returncode == 1 and "DL3003" in done.stdout
+
+
+def test_an_image_that_never_compiles_ootcis_sources_turns_it_red(copy: Path) -> None:
+    edit(copy / "docker/Dockerfile.worker", " \\\n && python -m compileall -q service workers", "")
+    result = run_check(copy)
+    assert result.returncode == 1
+    assert "Dockerfile.worker: sets PYTHONDONTWRITEBYTECODE=1 but never compiles service, workers" \
+        in result.stdout
+    assert "Dockerfile.api" not in result.stdout
