@@ -28,11 +28,11 @@ def insert_or_ignore(
     # The dialect's own module only: importing Postgres's (its asyncpg, psycopg and pg8000
     # drivers' modules come with it) costs a SQLite command line 0.1 s at every start.
     if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
+        from sqlalchemy.dialects import postgresql as dialect
     else:
-        from sqlalchemy.dialects.sqlite import insert
+        from sqlalchemy.dialects import sqlite as dialect  # type: ignore[no-redef]
     statement = (
-        insert(model)
+        dialect.insert(model)
         .values(**values)
         .on_conflict_do_nothing(index_elements=list(conflict_on))
         .returning(model.__table__.c.id)
