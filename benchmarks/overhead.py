@@ -9,8 +9,9 @@ Both sides are warm (one untimed round first: ootci's env and build dir exist, t
 exists, pip's and Python's caches are hot) and the minimum of ``--rounds`` is kept, for wall
 time and, separately, the machine's busy CPU time (benchmarks/cpu_meter.py; the whole
 machine is counted, so read it on a quiet one). By hand is the recipe's build command, then
-its test command, in a venv layered over this interpreter's site-packages (what ``ootci run
---torch installed`` builds on); ootci's test requirements are already there, so installing
+its test command with a fresh Inductor cache (as each ootci run has), in a venv layered over
+this interpreter's site-packages (what ``ootci run --torch installed`` builds on); ootci's
+test requirements are already there, so installing
 them is ootci's overhead, not the backend's work.
 
 ootci's own sources are compiled to .pyc first, as the images do (docker/): where
@@ -84,7 +85,11 @@ def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, floa
     """The recipe's build command, then its test command, as a developer runs them."""
     recipe = load_recipe(backend)
     env = _clean_env(**recipe.env)
-    test_env = _clean_env(**recipe.test_env)
+    # A fresh Inductor/Triton cache each time, as ootci's runs have (run-private by design):
+    # a warm one from the round before would make the hand's compile tests nearly free.
+    compile_cache = Path(tempfile.mkdtemp(prefix="compile-cache-", dir=work))
+    test_env = _clean_env(**recipe.test_env, TORCHINDUCTOR_CACHE_DIR=str(compile_cache / "inductor"),
+                          TRITON_CACHE_DIR=str(compile_cache / "triton"))
     junit = work / "junit.xml"
     with CpuMeter() as meter, TreeCpu() as tree:
         start = time.perf_counter()
