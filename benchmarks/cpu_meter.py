@@ -194,6 +194,11 @@ class TreeCpu:
             with open(os.path.join(self._dir, "cgroup.procs"), "w") as procs:
                 procs.write(str(os.getpid()))
 
+    def usage_s(self) -> float | None:
+        """The group's CPU seconds so far (a long-lived process's share of a stretch is
+        the difference of two readings); None without a group."""
+        return self._read() if self._dir is not None else None
+
     def _read(self) -> float:
         assert self._dir is not None
         with open(os.path.join(self._dir, self._usage)) as usage:

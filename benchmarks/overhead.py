@@ -1,10 +1,12 @@
 """ootci's own overhead on a small backend: ``ootci run --torch installed`` against the same
 build command and ``python -m pytest`` run by hand with the same torch env's python.
 
-    python benchmarks/overhead.py [--rounds 5] [--bundled]
+    python benchmarks/overhead.py [--rounds 5] [--bundled] [--worker]
 
 The backend is a copy of tests/fixtures/backends/pysrc (pure Python, src layout) with the
-recipe ``ootci init`` drafts for it; ``--bundled`` measures backend/ (torch_openreg) too.
+recipe ``ootci init`` drafts for it; ``--bundled`` measures backend/ (torch_openreg) too;
+``--worker`` adds a third side, the same run in a warm process that ran one before
+(``_warm_worker.py``: a fleet's worker pays ootci's start-up once, not per run).
 Both sides are warm (one untimed round first: ootci's env and build dir exist, the hand env
 exists, pip's and Python's caches are hot) and the minimum of ``--rounds`` is kept, for wall
 time and, separately, the machine's busy CPU time (benchmarks/cpu_meter.py; the whole
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,44 +126,104 @@ def through_ootci(backend: Path, home: Path) -> tuple[float, float, float | None
     return elapsed, meter.use.busy_cpu_s, tree.cpu_s, steps
 
 
-def measure(name: str, backend: Path, rounds: int, tmp: Path) -> tuple[Timing, Timing]:
+class WarmWorker:
+    """``_warm_worker.py`` in a control group of its own: one run per ``run()``, in a process
+    that has run one before (a fleet's worker), its CPU the group's usage over the run."""
+
+    def __init__(self, backend: Path, home: Path) -> None:
+        self._tree = TreeCpu().__enter__()
+        self._proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / "_warm_worker.py"), str(backend)], cwd=ROOT,
+            env=_clean_env(OOTCI_HOME=str(home)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True, preexec_fn=self._tree.enter,
+        )
+        assert self._proc.stdout is not None
+        if self._proc.stdout.readline().strip() != "ready":
+            sys.exit("the warm worker did not start")
+
+    def run(self) -> tuple[float, float, float | None, dict[str, float]]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        with CpuMeter() as meter:
+            cpu_before = self._tree.usage_s()
+            start = time.perf_counter()
+            self._proc.stdin.write("run\n")
+            self._proc.stdin.flush()
+            answer = self._proc.stdout.readline()
+            elapsed = time.perf_counter() - start
+            cpu_after = self._tree.usage_s()
+        _say_if_not_quiet("warm worker", meter)
+        if not answer:
+            sys.exit(f"the warm worker died ({self._proc.wait()})")
+        result = json.loads(answer)
+        if result["state"] != "passed":
+            sys.exit(f"the warm worker's run ended {result['state']}")
+        steps = result["steps"]
+        steps["outside steps"] = elapsed - sum(steps.values())
+        tree_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        return elapsed, meter.use.busy_cpu_s, tree_cpu, steps
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait(timeout=60)
+        self._tree.__exit__()
+
+
+def measure(name: str, backend: Path, rounds: int, tmp: Path, worker: bool) -> dict[str, Timing]:
     hand_env = layered_venv(tmp / f"{name}-hand-env", [purelib(Path(sys.prefix))], pth="_parent.pth")
     home = tmp / f"{name}-home"
-    hand, ootci = Timing(), Timing()
-    by_hand(backend, hand_env, tmp)  # warm: pip's cache, the page cache
-    through_ootci(backend, home)  # warm: ootci's env, build dir and database
-    for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits both
-        for timing, run in ((hand, lambda: by_hand(backend, hand_env, tmp)),
-                            (ootci, lambda: through_ootci(backend, home))):
-            wall, cpu, tree_cpu, steps = run()
-            timing.wall_s.append(wall)
-            timing.cpu_s.append(cpu)
-            if tree_cpu is not None:
-                timing.tree_cpu_s.append(tree_cpu)
-            timing.steps.append(steps)
-    return hand, ootci
+    sides: dict[str, Callable[[], tuple[float, float, float | None, dict[str, float]]]] = {
+        "by hand": lambda: by_hand(backend, hand_env, tmp),
+        "ootci run": lambda: through_ootci(backend, home),
+    }
+    warm = WarmWorker(backend, tmp / f"{name}-worker-home") if worker else None
+    if warm is not None:
+        sides["warm worker"] = warm.run
+    try:
+        for run in sides.values():
+            run()  # warm: pip's cache, the page cache; ootci's env, build dir and database
+        timings = {side: Timing() for side in sides}
+        for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits each
+            for side, run in sides.items():
+                wall, cpu, tree_cpu, steps = run()
+                timing = timings[side]
+                timing.wall_s.append(wall)
+                timing.cpu_s.append(cpu)
+                if tree_cpu is not None:
+                    timing.tree_cpu_s.append(tree_cpu)
+                timing.steps.append(steps)
+    finally:
+        if warm is not None:
+            warm.close()
+    return timings
 
 
-def report(name: str, hand: Timing, ootci: Timing, target: float) -> None:
+def report(name: str, timings: dict[str, Timing], target: float) -> None:
     cores = len(os.sched_getaffinity(0))
-    ratio = ootci.wall / hand.wall
-    print(f"{name}: by hand {hand.wall:.2f} s wall, {hand.cpu:.2f} CPU-s (floor {hand.cpu / cores:.2f} s); "
-          f"ootci run {ootci.wall:.2f} s wall, {ootci.cpu:.2f} CPU-s (floor {ootci.cpu / cores:.2f} s)")
-    print(f"  ratio ootci/by hand: wall {ratio:.2f}x (target <= {target}x, "
-          f"{'met' if ratio <= target else 'missed'}), CPU {ootci.cpu / hand.cpu:.2f}x")
-    if hand.tree_cpu and ootci.tree_cpu:
-        print(f"  own process trees (cgroup, other jobs excluded): by hand {hand.tree_cpu:.2f} CPU-s, "
-              f"ootci run {ootci.tree_cpu:.2f} CPU-s: {ootci.tree_cpu / hand.tree_cpu:.2f}x")
-    hand_steps = ", ".join(f"{k} {v:.2f} s" for k, v in hand.fastest_steps().items())
-    print(f"  by hand: {hand_steps}")
-    shares = ", ".join(f"{k} {v:.2f} s ({100 * v / ootci.wall:.0f}%)" for k, v in ootci.fastest_steps().items())
-    print(f"  ootci run: {shares}")
+    hand = timings["by hand"]
+    print(f"{name}: by hand {hand.wall:.2f} s wall, {hand.cpu:.2f} CPU-s (floor {hand.cpu / cores:.2f} s)")
+    for side, timing in timings.items():
+        if side == "by hand":
+            continue
+        ratio = timing.wall / hand.wall
+        print(f"  {side}: {timing.wall:.2f} s wall, {timing.cpu:.2f} CPU-s (floor {timing.cpu / cores:.2f} s); "
+              f"ratio to by hand: wall {ratio:.2f}x (target <= {target}x, "
+              f"{'met' if ratio <= target else 'missed'}), machine CPU {timing.cpu / hand.cpu:.2f}x")
+        if hand.tree_cpu and timing.tree_cpu:
+            print(f"    own process trees (cgroup, other jobs excluded): by hand {hand.tree_cpu:.2f} CPU-s, "
+                  f"{side} {timing.tree_cpu:.2f} CPU-s: {timing.tree_cpu / hand.tree_cpu:.2f}x")
+    for side, timing in timings.items():
+        shares = ", ".join(f"{k} {v:.2f} s ({100 * v / timing.wall:.0f}%)"
+                           for k, v in timing.fastest_steps().items())
+        print(f"  {side}: {shares}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bundled", action="store_true", help="measure backend/ (torch_openreg) too")
+    parser.add_argument("--worker", action="store_true",
+                        help="also run it in a warm worker process (a fleet's shape: no start-up per run)")
     args = parser.parse_args()
     subprocess.run([sys.executable, "-m", "compileall", "-q", "service", "workers"], cwd=ROOT,
                    check=True, stdout=subprocess.DEVNULL)
@@ -179,8 +242,7 @@ def main() -> None:
                             ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
             cases.append(("bundled torch_openreg", bundled, 1.05))
         for name, backend, target in cases:
-            hand, ootci = measure(name.split()[0], backend, args.rounds, tmp)
-            report(name, hand, ootci, target)
+            report(name, measure(name.split()[0], backend, args.rounds, tmp, args.worker), target)
     load1, load5, _ = os.getloadavg()
     print(f"{len(os.sched_getaffinity(0))} cores; load average (1, 5 min): {load1:.2f}, {load5:.2f}")
 
