@@ -33,8 +33,11 @@ target_precompile_headers(torch_openreg PRIVATE ${OPENREG_PCH_HEADERS})
 
 # c10-only sources of the ATen-layer target: loading the PCH would cost them
 # more than it saves (gcc instantiates the PCH's pending templates in every TU).
+# With OPENREG_UNITY they are one unity group, `transport` (the generated file
+# is named by CMake: <target>.dir/Unity/unity_<group>_cxx.cxx).
 set_source_files_properties(
   ${_csrc}/distributed/Reduce.cpp ${_csrc}/distributed/ShmTransport.cpp
+  ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/torch_openreg.dir/Unity/unity_transport_cxx.cxx
   TARGET_DIRECTORY torch_openreg PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 
 # The bindings compile with the same ABI/PIC/standard/AT_PER_OPERATOR_HEADERS
