@@ -135,7 +135,7 @@ def suite_copy(backend: Path, into: Path, *, tests: Path | None = None,
     next."""
     copy = into / backend.name
     shutil.copytree(backend, copy, ignore=shutil.ignore_patterns(
-        "build", "third_party", "__pycache__", "*.so", "*.egg-info"))
+        "build", "__pycache__", "*.so", "*.egg-info"))
     if tests is not None:
         shutil.rmtree(copy / "tests")
         shutil.copytree(tests, copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
@@ -222,6 +222,10 @@ def main() -> None:
                       f"{m.processes} pytest processes; {m.outcome.step.status}: "
                       f"{m.outcome.step.summary}; machine: {m.machine.line()}{orphans}"
                       f"{'; ' + warning if warning else ''}", flush=True)
+                for r in m.outcome.results:
+                    if r.outcome not in ("passed", "skipped"):
+                        print(f"  {r.outcome}: {r.nodeid}: {(r.message or '')[:300]}",
+                              flush=True)
         load_after = os.getloadavg()
     best = {mode: min(runs, key=lambda m: m.cpu_s) for mode, runs in results.items()}
     suite = (f"{args.baseline_tests} (before) vs {backend / 'tests'} (after)"
