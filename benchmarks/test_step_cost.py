@@ -32,7 +32,11 @@ A change to the suite itself (the preloaded interpreter of the backend's tests) 
 with ``--baseline-tests DIR``: before runs the backend with DIR as its tests (e.g. main's
 ``backend/tests``, exported to /tmp), after with its own; test files only one side has are
 left out, so both record the same tests. ``--same-pipeline`` runs both with the after
-pipeline, so only the suite differs. ``--files`` keeps only the named test files.
+pipeline, so only the suite differs. ``--files`` keeps only the named test files. When an
+old tests dir no longer passes on the current backend, the baseline is today's tests with
+the change undone (README.md, section Benchmarks, says how for the preloaded interpreter);
+the run exits when the two sides do not record the same tests with the same outcomes, and
+prints the tests that did not pass.
 
 Processes a step leaves behind (a fork server whose pytest crashed, a test's daemon) are
 re-parented to this process (``cpu_meter.adopt_orphans``) and reaped after the step, so
