@@ -32,7 +32,11 @@ A change to the suite itself (the preloaded interpreter of the backend's tests) 
 with ``--baseline-tests DIR``: before runs the backend with DIR as its tests (e.g. main's
 ``backend/tests``, exported to /tmp), after with its own; test files only one side has are
 left out, so both record the same tests. ``--same-pipeline`` runs both with the after
-pipeline, so only the suite differs. ``--files`` keeps only the named test files.
+pipeline, so only the suite differs. ``--files`` keeps only the named test files. When an
+old tests dir no longer passes on the current backend, the baseline is today's tests with
+the change undone (README.md, section Benchmarks, says how for the preloaded interpreter);
+the run exits when the two sides do not record the same tests with the same outcomes, and
+prints the tests that did not pass.
 
 Processes a step leaves behind (a fork server whose pytest crashed, a test's daemon) are
 re-parented to this process (``cpu_meter.adopt_orphans``) and reaped after the step, so
@@ -135,7 +139,7 @@ def suite_copy(backend: Path, into: Path, *, tests: Path | None = None,
     next."""
     copy = into / backend.name
     shutil.copytree(backend, copy, ignore=shutil.ignore_patterns(
-        "build", "third_party", "__pycache__", "*.so", "*.egg-info"))
+        "build", "__pycache__", "*.so", "*.egg-info"))
     if tests is not None:
         shutil.rmtree(copy / "tests")
         shutil.copytree(tests, copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
@@ -222,6 +226,10 @@ def main() -> None:
                       f"{m.processes} pytest processes; {m.outcome.step.status}: "
                       f"{m.outcome.step.summary}; machine: {m.machine.line()}{orphans}"
                       f"{'; ' + warning if warning else ''}", flush=True)
+                for r in m.outcome.results:
+                    if r.outcome not in ("passed", "skipped"):
+                        print(f"  {r.outcome}: {r.nodeid}: {(r.message or '')[:300]}",
+                              flush=True)
         load_after = os.getloadavg()
     best = {mode: min(runs, key=lambda m: m.cpu_s) for mode, runs in results.items()}
     suite = (f"{args.baseline_tests} (before) vs {backend / 'tests'} (after)"

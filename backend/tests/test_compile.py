@@ -5,16 +5,33 @@ on CPU; graph breaks, dynamic shapes, autocast, autograd and recompilation."""
 from __future__ import annotations
 
 import copy
+import os
 
 import pytest
 import torch
 import torch._dynamo
 import torch._dynamo.testing
+import torch._inductor.config
 import torch_openreg._C as _C
 from conftest import DEVICE_MODULE, DEVICE_TYPE
 from torch._inductor.utils import run_and_get_code
 
 pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_vec_isa_probe():
+    """Inductor picks its CPU vector ISA from the CPU's flags after dry-compiling and
+    loading a program per candidate (avx512_vnni, avx512, avx2: ~1.9 CPU-s of g++ each,
+    a third of the first compile's cost in a fresh run dir). `vec_isa_ok` trusts the
+    flags: the same ISA is picked (and its bf16/AMX sub-checks still run), and a compiler
+    that cannot build it fails the kernels' own compile here instead of falling back to
+    another ISA unnoticed. The variable TORCHINDUCTOR_VEC_ISA_OK, when set, wins."""
+    if "TORCHINDUCTOR_VEC_ISA_OK" in os.environ:
+        yield
+        return
+    with torch._inductor.config.patch({"cpp.vec_isa_ok": True}):
+        yield
 
 
 @pytest.fixture(autouse=True)
