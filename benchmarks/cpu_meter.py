@@ -11,6 +11,7 @@ one that starts and ends within the stretch is missed), and ``quiet_warning`` sa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -165,27 +166,21 @@ _CGROUP_ROOTS = (("/sys/fs/cgroup/cpuacct", "cpuacct.usage"),
 class TreeCpu:
     """``with TreeCpu() as tree: subprocess.run(cmd, preexec_fn=tree.enter)`` then
     ``tree.cpu_s``: the CPU seconds of every process the command started, or None where no
-    control group can be made here (``tree.why`` says why)."""
+    control group can be made here."""
 
     def __init__(self) -> None:
         self.cpu_s: float | None = None
-        self.why = ""
         self._dir: str | None = None
         self._usage = ""
 
     def __enter__(self) -> TreeCpu:
         for root, usage in _CGROUP_ROOTS:
-            if not os.path.exists(os.path.join(root, usage)):
-                continue
             path = os.path.join(root, f"ootci-bench-{os.getpid()}-{time.monotonic_ns()}")
-            try:
-                os.mkdir(path)
-            except OSError as exc:
-                self.why = f"{root}: {exc.strerror}"
-                continue
-            self._dir, self._usage = path, usage
-            return self
-        self.why = self.why or "no cgroup hierarchy with CPU accounting"
+            with contextlib.suppress(OSError):
+                if os.path.exists(os.path.join(root, usage)):
+                    os.mkdir(path)
+                    self._dir, self._usage = path, usage
+                    break
         return self
 
     def enter(self) -> None:
@@ -197,10 +192,8 @@ class TreeCpu:
     def usage_s(self) -> float | None:
         """The group's CPU seconds so far (a long-lived process's share of a stretch is
         the difference of two readings); None without a group."""
-        return self._read() if self._dir is not None else None
-
-    def _read(self) -> float:
-        assert self._dir is not None
+        if self._dir is None:
+            return None
         with open(os.path.join(self._dir, self._usage)) as usage:
             text = usage.read()
         if self._usage == "cpuacct.usage":
@@ -209,9 +202,9 @@ class TreeCpu:
         return int(fields["usage_usec"]) / 1e6
 
     def __exit__(self, *_exc: object) -> None:
+        self.cpu_s = self.usage_s()
         if self._dir is None:
             return
-        self.cpu_s = self._read()
         for _ in range(50):  # the group goes once its last process has
             try:
                 os.rmdir(self._dir)

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,6 +49,16 @@ from workers.pipeline.env.layered import layered_venv, purelib  # noqa: E402
 from workers.pipeline.steps.recipe import expand, load_recipe  # noqa: E402
 
 PYSRC = ROOT / "tests" / "fixtures" / "backends" / "pysrc"
+
+
+class Sample(NamedTuple):
+    """One run of one side: wall s, the machine's busy CPU-s, its own tree's CPU-s (None
+    without a control group) and its steps' seconds."""
+
+    wall_s: float
+    cpu_s: float
+    tree_cpu_s: float | None
+    steps: dict[str, float]
 
 
 @dataclass
@@ -69,6 +80,13 @@ class Timing:
     def tree_cpu(self) -> float | None:
         return min(self.tree_cpu_s) if self.tree_cpu_s else None
 
+    def add(self, sample: Sample) -> None:
+        self.wall_s.append(sample.wall_s)
+        self.cpu_s.append(sample.cpu_s)
+        if sample.tree_cpu_s is not None:
+            self.tree_cpu_s.append(sample.tree_cpu_s)
+        self.steps.append(sample.steps)
+
     def fastest_steps(self) -> dict[str, float]:
         return self.steps[self.wall_s.index(self.wall)]
 
@@ -84,7 +102,7 @@ def _say_if_not_quiet(what: str, meter: CpuMeter) -> None:
         print(f"  {what}: {warning}", flush=True)
 
 
-def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, float | None, dict[str, float]]:
+def by_hand(backend: Path, python: Path, work: Path) -> Sample:
     """The recipe's build command, then its test command, as a developer runs them."""
     recipe = load_recipe(backend)
     env = _clean_env(**recipe.env)
@@ -105,10 +123,10 @@ def by_hand(backend: Path, python: Path, work: Path) -> tuple[float, float, floa
     _say_if_not_quiet("by hand", meter)
     if tests.returncode != 0:
         sys.exit(f"the suite failed by hand:\n{tests.stdout[-3000:]}")
-    return end - start, meter.use.busy_cpu_s, tree.cpu_s, {"build": built - start, "test": end - built}
+    return Sample(end - start, meter.use.busy_cpu_s, tree.cpu_s, {"build": built - start, "test": end - built})
 
 
-def through_ootci(backend: Path, home: Path) -> tuple[float, float, float | None, dict[str, float]]:
+def through_ootci(backend: Path, home: Path) -> Sample:
     with CpuMeter() as meter, TreeCpu() as tree:
         start = time.perf_counter()
         proc = subprocess.run(
@@ -123,7 +141,7 @@ def through_ootci(backend: Path, home: Path) -> tuple[float, float, float | None
     (result,) = json.loads(proc.stdout)
     steps = {s["name"]: float(s["duration_s"]) for s in result["steps"]}
     steps["outside steps"] = elapsed - sum(steps.values())
-    return elapsed, meter.use.busy_cpu_s, tree.cpu_s, steps
+    return Sample(elapsed, meter.use.busy_cpu_s, tree.cpu_s, steps)
 
 
 class WarmWorker:
@@ -131,7 +149,8 @@ class WarmWorker:
     that has run one before (a fleet's worker), its CPU the group's usage over the run."""
 
     def __init__(self, backend: Path, home: Path) -> None:
-        self._tree = TreeCpu().__enter__()
+        self._tree = TreeCpu()
+        self._tree.__enter__()  # left in close(), after the worker has gone
         self._proc = subprocess.Popen(
             [sys.executable, str(ROOT / "benchmarks" / "_warm_worker.py"), str(backend)], cwd=ROOT,
             env=_clean_env(OOTCI_HOME=str(home)), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -141,7 +160,7 @@ class WarmWorker:
         if self._proc.stdout.readline().strip() != "ready":
             sys.exit("the warm worker did not start")
 
-    def run(self) -> tuple[float, float, float | None, dict[str, float]]:
+    def run(self) -> Sample:
         assert self._proc.stdin is not None and self._proc.stdout is not None
         with CpuMeter() as meter:
             cpu_before = self._tree.usage_s()
@@ -160,7 +179,7 @@ class WarmWorker:
         steps = result["steps"]
         steps["outside steps"] = elapsed - sum(steps.values())
         tree_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
-        return elapsed, meter.use.busy_cpu_s, tree_cpu, steps
+        return Sample(elapsed, meter.use.busy_cpu_s, tree_cpu, steps)
 
     def close(self) -> None:
         assert self._proc.stdin is not None
@@ -172,7 +191,7 @@ class WarmWorker:
 def measure(name: str, backend: Path, rounds: int, tmp: Path, worker: bool) -> dict[str, Timing]:
     hand_env = layered_venv(tmp / f"{name}-hand-env", [purelib(Path(sys.prefix))], pth="_parent.pth")
     home = tmp / f"{name}-home"
-    sides: dict[str, Callable[[], tuple[float, float, float | None, dict[str, float]]]] = {
+    sides: dict[str, Callable[[], Sample]] = {
         "by hand": lambda: by_hand(backend, hand_env, tmp),
         "ootci run": lambda: through_ootci(backend, home),
     }
@@ -185,13 +204,7 @@ def measure(name: str, backend: Path, rounds: int, tmp: Path, worker: bool) -> d
         timings = {side: Timing() for side in sides}
         for _ in range(rounds):  # interleaved, so a busy stretch of the machine hits each
             for side, run in sides.items():
-                wall, cpu, tree_cpu, steps = run()
-                timing = timings[side]
-                timing.wall_s.append(wall)
-                timing.cpu_s.append(cpu)
-                if tree_cpu is not None:
-                    timing.tree_cpu_s.append(tree_cpu)
-                timing.steps.append(steps)
+                timings[side].add(run())
     finally:
         if warm is not None:
             warm.close()

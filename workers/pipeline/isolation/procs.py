@@ -244,36 +244,20 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
             continue
 
 
-def _exit_notifier(proc: subprocess.Popen[bytes]) -> _PidfdPoll | None:
-    """A poll object that wakes when ``proc`` ends (its pidfd, Linux >= 5.3); None where
-    there is none, and ``_wait_for_exit`` polls instead."""
+def _pidfd(proc: subprocess.Popen[bytes]) -> int | None:
+    """A descriptor that turns readable when ``proc`` ends (Linux >= 5.3); None elsewhere."""
     try:
-        fd = os.pidfd_open(proc.pid)
+        return os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
         return None
-    return _PidfdPoll(fd)
 
 
-class _PidfdPoll:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._poll = select.poll()
-        self._poll.register(fd, select.POLLIN)
-
-    def wait(self, timeout_s: float) -> None:
-        self._poll.poll(timeout_s * 1000)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-
-def _wait_for_exit(proc: subprocess.Popen[bytes], exited: _PidfdPoll | None, poll_s: float) -> None:
+def _wait_for_exit(proc: subprocess.Popen[bytes], pidfd: int | None, poll_s: float) -> None:
     """Up to ``poll_s`` for ``proc`` to end. With a pidfd its end is noticed at once; the
     fallback, ``Popen.wait(timeout)``, sleeps in steps of up to 50 ms, and a small backend's
     run starts a dozen processes: up to half a second of nobody working."""
-    if exited is not None:
-        exited.wait(poll_s)
+    if pidfd is not None:
+        select.select([pidfd], [], [], poll_s)
         return
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=poll_s)
@@ -335,19 +319,23 @@ def run_streaming(
 
     reason: str | None = None
     deadline = start + timeout_s
-    exited = _exit_notifier(proc)
-    while proc.poll() is None:
-        if time.monotonic() >= deadline:
-            reason = f"timed out after {timeout_s:g} s"
-        elif attempt is not None and (aborted := attempt.abort()) is not None:
-            reason = aborted
-        elif watchdog is not None:
-            reason = watchdog()
-        if reason is not None:
-            log.write(f"ootci: killing {cmd[0]!r}: {reason}")
-            _kill_group(proc, term_grace_s)
-            break
-        _wait_for_exit(proc, exited, poll_s)
+    pidfd = _pidfd(proc)
+    try:
+        while proc.poll() is None:
+            if time.monotonic() >= deadline:
+                reason = f"timed out after {timeout_s:g} s"
+            elif attempt is not None and (aborted := attempt.abort()) is not None:
+                reason = aborted
+            elif watchdog is not None:
+                reason = watchdog()
+            if reason is not None:
+                log.write(f"ootci: killing {cmd[0]!r}: {reason}")
+                _kill_group(proc, term_grace_s)
+                break
+            _wait_for_exit(proc, pidfd, poll_s)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
     reader.join(_READER_DRAIN_S)
     if reader.is_alive():
@@ -356,8 +344,6 @@ def run_streaming(
             os.killpg(proc.pid, signal.SIGKILL)
         reader.join(_READER_DRAIN_S)
     returncode = proc.wait()
-    if exited is not None:
-        exited.close()
     # What the command left in its group (a daemon that let go of our pipe) ends with the
     # step: nothing of a step outlives it.
     with contextlib.suppress(ProcessLookupError, PermissionError):
