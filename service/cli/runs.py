@@ -31,6 +31,7 @@ from service.cli.common import (
     sealed_or_die,
     worker_id,
 )
+from service.cli.startup import importing
 from service.cli.terminal import printable
 
 # A tail is for reading on a terminal; the whole log is `GET /api/runs/N/steps/S/log`.
@@ -68,15 +69,17 @@ def run(
     trigger: Annotated[str, typer.Option(hidden=True)] = "cli",
 ) -> None:
     """Build BACKEND against each torch spec, run its contract suite, store and show verdicts."""
-    from service.commands.backends import BackendNameTaken, register_backend
-    from service.commands.runs import create_run
-    from service.db import session_scope
-    from service.documents import run_detail
-    from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
-    from service.domain.verdict import ErrorKind
-    from service.models import Backend, Run
-    from workers.pipeline.errors import UsageError
-    from workers.pipeline.steps.recipe import load_recipe
+    with importing():  # all the run will need, the pipeline's too (startup.py: why)
+        import workers.pipeline.execute  # noqa: F401
+        from service.commands.backends import BackendNameTaken, register_backend
+        from service.commands.runs import create_run
+        from service.db import session_scope
+        from service.documents import run_detail
+        from service.domain.torch_spec import SourceKind, TorchSpecError, parse_spec
+        from service.domain.verdict import ErrorKind
+        from service.models import Backend, Run
+        from workers.pipeline.errors import UsageError
+        from workers.pipeline.steps.recipe import load_recipe
 
     settings = sealed_or_die(load_settings(), no_sandbox)
     specs = torch or [settings.default_torch]
