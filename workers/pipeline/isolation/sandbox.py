@@ -106,12 +106,32 @@ _NAMESPACES = ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
 _SETUID_CAPS = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
 
 
-def _works(cmd: list[str], preexec: Callable[[], None] | None = None) -> bool:
-    try:
-        return subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S,
-                              preexec_fn=preexec).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+_Check = tuple[list[str], Callable[[], None] | None]  # a command, and what its child runs first
+
+
+def _work(checks: Sequence[_Check]) -> list[bool]:
+    """Whether each check's command exits 0: all started at once, then waited for together,
+    so the probe costs one short process's time, not three (every ``ootci run`` pays it)."""
+    started: list[subprocess.Popen[bytes] | None] = []
+    for cmd, preexec in checks:
+        try:
+            started.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, preexec_fn=preexec))
+        except (OSError, subprocess.SubprocessError):  # preexec's failure raises here too
+            started.append(None)
+    deadline = time.monotonic() + _PROBE_TIMEOUT_S
+    worked = []
+    for proc in started:
+        if proc is None:
+            worked.append(False)
+            continue
+        try:
+            worked.append(proc.wait(timeout=max(0.0, deadline - time.monotonic())) == 0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            worked.append(False)
+    return worked
 
 
 def _drop_to(setpriv: str, uid: int) -> list[str]:
@@ -170,6 +190,9 @@ def probe(sandbox_uid: int, configured_bwrap: str = "") -> Support:
     root = os.geteuid() == 0
     bwrap = bwrap_binary(configured_bwrap)
     setpriv = shutil.which("setpriv") if root else None
+    checks: dict[str, _Check] = {
+        "netns": (["true"], functools.partial(netns.enter, new_user_namespace=not root)),
+    }
     if bwrap:
         args = [bwrap, *([] if root else ["--unshare-user"]), *_NAMESPACES, "--unshare-net",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -177,10 +200,13 @@ def probe(sandbox_uid: int, configured_bwrap: str = "") -> Support:
             args += ["--cap-drop", "ALL", *_SETUID_CAPS, "--", *_drop_to(setpriv, sandbox_uid)]
         else:
             args.append("--")
-        bwrap = bwrap if _works([*args, "true"]) else None
-    if setpriv and not _works([*_drop_to(setpriv, sandbox_uid), "true"]):
-        setpriv = None
-    own_netns = _works(["true"], functools.partial(netns.enter, new_user_namespace=not root))
+        checks["bwrap"] = ([*args, "true"], None)
+    if setpriv:
+        checks["setpriv"] = ([*_drop_to(setpriv, sandbox_uid), "true"], None)
+    works = dict(zip(checks, _work(list(checks.values())), strict=True))
+    bwrap = bwrap if works.get("bwrap") else None
+    setpriv = setpriv if works.get("setpriv") else None
+    own_netns = works["netns"]
     support = Support(
         rlimits=sys.platform.startswith("linux"),
         root=root,
