@@ -34,16 +34,25 @@ SERVER = Path(__file__).with_name("_preloaded_server.py")
 #   TORCH*, PYTORCH_ torch's import and config (TORCH_DEVICE_BACKEND_AUTOLOAD, TORCH_LOGS,
 #                    TORCHINDUCTOR_*, TORCHDYNAMO_*, PYTORCH_* allocator settings)
 #   OPENREG_         torch_openreg: OPENREG_NATIVE_KERNELS is read in the library's static
-#                    initialisers, the runtime caches OPENREG_DEVICE_* at its first query
-#   SHMREG_          the shmreg runtime caches SHMREG_DEVICE_* and SHMREG_SERVER likewise
+#                    initialisers (except the FIRST_USE_NAMES below)
+#   SHMREG_          the shmreg runtime's other variables, should it grow any
 #   OMP_, KMP_, GOMP_, MKL_, OPENBLAS_  the math and threading libraries, when loaded
 #   LANG, LC_*       stdio's encoding, set at start
 #   HOME             the user site directory on sys.path
 # Anything else (PATH, TMPDIR, PYTEST_CURRENT_TEST, a test's own variables) is applied in
-# the child before the code runs, as the fresh interpreter would see it.
+# the child before the code runs, as the fresh interpreter would see it. So are these,
+# though under the prefixes above: the runtimes read them at their first query (the device
+# count, the first device use), never while torch imports, and the server never queries
+# a device (test_preloaded.py checks that a fork with OPENREG_DEVICE_COUNT=3 counts 3):
+#   OPENREG_DEVICE_COUNT, OPENREG_DEVICE_MEMORY  the openreg runtime's config(); the
+#                    device allocator is sized at its first use, not when it registers
+#   SHMREG_DEVICE_COUNT, SHMREG_DEVICE_MEMORY, SHMREG_SERVER  the shmreg client's config()
+#                    and its server's start, at the first query likewise
 IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "TORCH", "PYTORCH_", "OPENREG_", "SHMREG_", "OMP_",
                         "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "LC_")
 IMPORT_TIME_NAMES = ("LANG", "HOME")
+FIRST_USE_NAMES = ("OPENREG_DEVICE_COUNT", "OPENREG_DEVICE_MEMORY", "SHMREG_DEVICE_COUNT",
+                   "SHMREG_DEVICE_MEMORY", "SHMREG_SERVER")
 
 START_TIMEOUT_S = 300.0
 # After a kill: how long the killed group may take to let go of the output pipes.
@@ -51,6 +60,8 @@ _KILL_GRACE_S = 10.0
 
 
 def _import_time(name: str) -> bool:
+    if name in FIRST_USE_NAMES:
+        return False
     return name.startswith(IMPORT_TIME_PREFIXES) or name in IMPORT_TIME_NAMES
 
 
