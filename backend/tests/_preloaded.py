@@ -78,14 +78,18 @@ class ServerDied(RuntimeError):
 class Server:
     """One running server process and its socket."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], preload: str | None = None) -> None:
+        """``preload``: a script the server runs instead of `import torch` (see
+        ``_preloaded_server.py``)."""
         self.env = dict(env)
+        self.preload = preload
         self._conn, theirs = socket.socketpair()
         # The server's stderr: why it failed, if it does (closed with this object).
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, str(SERVER), str(theirs.fileno())],
+                [sys.executable, str(SERVER), str(theirs.fileno()),
+                 *([preload] if preload is not None else [])],
                 pass_fds=(theirs.fileno(),), env=self.env, cwd=tempfile.gettempdir(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)
         finally:
@@ -251,10 +255,46 @@ def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None
         return None
 
 
+# Servers that run a preload script instead of `import torch` (``run_preloaded``), by script.
+_script_servers: dict[str, tuple[int, Server]] = {}
+
+
+def run_preloaded(preload: str, code: str, *, env: dict[str, str], cwd: str,
+                  timeout: float | None) -> subprocess.CompletedProcess[str]:
+    """``code`` run as `python -c` in a fork of a server that ran the script ``preload``
+    (e.g. to warm a parse cache that each run would otherwise fill again): the same
+    contract as ``run``. A run that sets an import-time variable, or whose server cannot
+    start, gets a fresh interpreter (this server never imported torch, but a run may)."""
+    base = dict(os.environ)
+    if not import_time_differences(env, base):
+        owner, known = _script_servers.get(preload, (None, None))
+        if known is not None and (owner != os.getpid() or not known.alive()
+                                  or import_time_differences(base, known.env)):
+            if owner == os.getpid():
+                known.close()
+            known = None
+        try:
+            if known is None:
+                known = Server(base, preload)
+                _script_servers[preload] = (os.getpid(), known)
+            return known.run(code, env=env, cwd=cwd, timeout=timeout)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it died between runs (before this one started): this one runs fresh
+        except ServerDied as exc:
+            if "did not start" not in str(exc):
+                raise
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
 @atexit.register
 def shutdown() -> None:
     global _server
     if _server is not None and _owner == os.getpid():
         _server.close()
     _server = None
+    for owner, known in _script_servers.values():
+        if owner == os.getpid():
+            known.close()
+    _script_servers.clear()
 

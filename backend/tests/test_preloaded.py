@@ -177,6 +177,28 @@ def test_a_change_to_pytests_own_environment_restarts_the_server(monkeypatch):
     assert int(parent) == _server().proc.pid
 
 
+def test_a_preload_script_serves_forks_of_its_own(tmp_path):
+    # run_preloaded (test_codegen.py's generator runs): a server that ran the script
+    # instead of `import torch`, with the same contract for its runs.
+    script = tmp_path / "warm.py"
+    script.write_text("import decimal\n")
+    code = "import os, sys; print(os.getppid(), 'decimal' in sys.modules, 'torch' in sys.modules)"
+    env = dict(os.environ)
+    first = _preloaded.run_preloaded(str(script), code, env=env, cwd=str(tmp_path), timeout=60)
+    again = _preloaded.run_preloaded(str(script), code, env=env, cwd=str(tmp_path), timeout=60)
+    assert first.returncode == 0, first.stderr
+    parent, warm, torch_loaded = first.stdout.split()
+    assert (warm, torch_loaded) == ("True", "False")
+    assert int(parent) not in (os.getpid(), _server().proc.pid)
+    assert again.stdout == first.stdout  # the same server's fork
+    crash = _preloaded.run_preloaded(str(script), "import os; os.abort()", env=env,
+                                     cwd=str(tmp_path), timeout=60)
+    assert crash.returncode == -signal.SIGABRT
+    fresh = _preloaded.run_preloaded(str(script), code, env=dict(env, PYTHONHASHSEED="7"),
+                                     cwd=str(tmp_path), timeout=60)
+    assert int(fresh.stdout.split()[0]) == os.getpid()  # an import-time variable: fresh
+
+
 def test_import_time_differences_compares_both_ways():
     diff = _preloaded.import_time_differences
     assert diff({"PATH": "a", "TORCH_X": "1"}, {"PATH": "b", "TORCH_X": "1"}) == []
