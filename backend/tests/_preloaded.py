@@ -34,16 +34,25 @@ SERVER = Path(__file__).with_name("_preloaded_server.py")
 #   TORCH*, PYTORCH_ torch's import and config (TORCH_DEVICE_BACKEND_AUTOLOAD, TORCH_LOGS,
 #                    TORCHINDUCTOR_*, TORCHDYNAMO_*, PYTORCH_* allocator settings)
 #   OPENREG_         torch_openreg: OPENREG_NATIVE_KERNELS is read in the library's static
-#                    initialisers, the runtime caches OPENREG_DEVICE_* at its first query
-#   SHMREG_          the shmreg runtime caches SHMREG_DEVICE_* and SHMREG_SERVER likewise
+#                    initialisers (except the FIRST_USE_NAMES below)
+#   SHMREG_          the shmreg runtime's other variables, should it grow any
 #   OMP_, KMP_, GOMP_, MKL_, OPENBLAS_  the math and threading libraries, when loaded
 #   LANG, LC_*       stdio's encoding, set at start
 #   HOME             the user site directory on sys.path
 # Anything else (PATH, TMPDIR, PYTEST_CURRENT_TEST, a test's own variables) is applied in
-# the child before the code runs, as the fresh interpreter would see it.
+# the child before the code runs, as the fresh interpreter would see it. So are these,
+# though under the prefixes above: the runtimes read them at their first query (the device
+# count, the first device use), never while torch imports, and the server never queries
+# a device (test_preloaded.py checks that a fork with OPENREG_DEVICE_COUNT=3 counts 3):
+#   OPENREG_DEVICE_COUNT, OPENREG_DEVICE_MEMORY  the openreg runtime's config(); the
+#                    device allocator is sized at its first use, not when it registers
+#   SHMREG_DEVICE_COUNT, SHMREG_DEVICE_MEMORY, SHMREG_SERVER  the shmreg client's config()
+#                    and its server's start, at the first query likewise
 IMPORT_TIME_PREFIXES = ("PYTHON", "LD_", "TORCH", "PYTORCH_", "OPENREG_", "SHMREG_", "OMP_",
                         "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "LC_")
 IMPORT_TIME_NAMES = ("LANG", "HOME")
+FIRST_USE_NAMES = ("OPENREG_DEVICE_COUNT", "OPENREG_DEVICE_MEMORY", "SHMREG_DEVICE_COUNT",
+                   "SHMREG_DEVICE_MEMORY", "SHMREG_SERVER")
 
 START_TIMEOUT_S = 300.0
 # After a kill: how long the killed group may take to let go of the output pipes.
@@ -51,6 +60,8 @@ _KILL_GRACE_S = 10.0
 
 
 def _import_time(name: str) -> bool:
+    if name in FIRST_USE_NAMES:
+        return False
     return name.startswith(IMPORT_TIME_PREFIXES) or name in IMPORT_TIME_NAMES
 
 
@@ -67,14 +78,18 @@ class ServerDied(RuntimeError):
 class Server:
     """One running server process and its socket."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], preload: str | None = None) -> None:
+        """``preload``: a script the server runs instead of `import torch` (see
+        ``_preloaded_server.py``)."""
         self.env = dict(env)
+        self.preload = preload
         self._conn, theirs = socket.socketpair()
         # The server's stderr: why it failed, if it does (closed with this object).
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, str(SERVER), str(theirs.fileno())],
+                [sys.executable, str(SERVER), str(theirs.fileno()),
+                 *([preload] if preload is not None else [])],
                 pass_fds=(theirs.fileno(),), env=self.env, cwd=tempfile.gettempdir(),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)
         finally:
@@ -240,10 +255,46 @@ def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None
         return None
 
 
+# Servers that run a preload script instead of `import torch` (``run_preloaded``), by script.
+_script_servers: dict[str, tuple[int, Server]] = {}
+
+
+def run_preloaded(preload: str, code: str, *, env: dict[str, str], cwd: str,
+                  timeout: float | None) -> subprocess.CompletedProcess[str]:
+    """``code`` run as `python -c` in a fork of a server that ran the script ``preload``
+    (e.g. to warm a parse cache that each run would otherwise fill again): the same
+    contract as ``run``. A run that sets an import-time variable, or whose server cannot
+    start, gets a fresh interpreter (this server never imported torch, but a run may)."""
+    base = dict(os.environ)
+    if not import_time_differences(env, base):
+        owner, known = _script_servers.get(preload, (None, None))
+        if known is not None and (owner != os.getpid() or not known.alive()
+                                  or import_time_differences(base, known.env)):
+            if owner == os.getpid():
+                known.close()
+            known = None
+        try:
+            if known is None:
+                known = Server(base, preload)
+                _script_servers[preload] = (os.getpid(), known)
+            return known.run(code, env=env, cwd=cwd, timeout=timeout)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it died between runs (before this one started): this one runs fresh
+        except ServerDied as exc:
+            if "did not start" not in str(exc):
+                raise
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
 @atexit.register
 def shutdown() -> None:
     global _server
     if _server is not None and _owner == os.getpid():
         _server.close()
     _server = None
+    for owner, known in _script_servers.values():
+        if owner == os.getpid():
+            known.close()
+    _script_servers.clear()
 

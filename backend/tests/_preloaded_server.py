@@ -1,10 +1,11 @@
 """A fork server for the suite's `python -c` runs: `import torch` once, fork per run.
 
-    python _preloaded_server.py FD
+    python _preloaded_server.py FD [PRELOAD]
 
 FD is one end of a unix socketpair (``_preloaded.py`` holds the other). The server imports
 what `import torch` imports in a fresh interpreter with its environment (torch_openreg too,
-when the entry point autoloads it), freezes the GC (so the forks do not copy-on-write the
+when the entry point autoloads it), or, given PRELOAD, runs that script instead (in a
+module of its own: what it imports and caches is warm in every fork), freezes the GC (so the forks do not copy-on-write the
 heap when they collect), then serves one request at a time:
 
 - ``run``: code, the full environment, a cwd, and two fds (the caller's stdout/stderr
@@ -71,7 +72,12 @@ def recv(conn: socket.socket) -> tuple[dict | None, list[int]]:
     return (json.loads(body) if body is not None else None), fds
 
 
-def _preload() -> None:
+def _preload(script: str | None = None) -> None:
+    if script is not None:
+        import runpy
+
+        runpy.run_path(script, run_name="_preloaded_script")
+        return
     # Exactly what a fresh `import torch` loads: with autoload on, that includes
     # torch_openreg (via its entry point); with it off, the run imports it itself.
     import torch  # noqa: F401
@@ -220,7 +226,7 @@ def main() -> None:
     # with -P / PYTHONSAFEPATH (the recipe's env) neither gets anything.
     if not sys.flags.safe_path:
         sys.path[0] = ""
-    _preload()
+    _preload(sys.argv[2] if len(sys.argv) > 2 else None)
     gc.collect()
     gc.freeze()
     send(conn, {"ready": _status()})

@@ -14,6 +14,8 @@ def test_device_count_matches_runtime_default(python):
 
 
 def test_device_count_follows_env_in_fresh_process(python):
+    # A process that has not used the device yet: since the runtime reads the variable at
+    # its first query, a fork of the preloaded interpreter is one (test_preloaded.py).
     r = python("import torch, torch_openreg; print(torch.openreg.device_count())",
                env={"OPENREG_DEVICE_COUNT": "3"})
     assert r.returncode == 0, r.stderr

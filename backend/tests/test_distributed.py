@@ -38,8 +38,10 @@ def _worker(rank: int, world: int, store: str, backend: str, body: Callable[[int
 
 
 # Ranks fork from a server that imported torch once per test process: a fresh
-# interpreter per rank would spend its time importing torch, not in occl.
-mp.set_forkserver_preload(["torch"])
+# interpreter per rank would spend its time importing torch, not in occl. And pytest:
+# a rank imports this module (its body's), so pytest, again in each rank otherwise
+# (~0.15 CPU-s a rank, 16 ranks).
+mp.set_forkserver_preload(["torch", "pytest"])
 _start_method = "forkserver"
 
 

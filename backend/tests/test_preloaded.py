@@ -134,12 +134,35 @@ def test_tmpdir_is_the_runs_not_the_servers(tmp_path):
 def test_import_time_variables_get_a_fresh_interpreter():
     server = _server().proc.pid
     assert _parent_of_run() == server
-    for name in ("OPENREG_DEVICE_COUNT", "TORCH_LOGS", "PYTHONHASHSEED", "LD_PRELOAD",
-                 "OMP_NUM_THREADS"):
+    for name in ("OPENREG_NATIVE_KERNELS", "TORCH_OPENREG_RUNTIME", "TORCH_LOGS",
+                 "PYTHONHASHSEED", "LD_PRELOAD", "OMP_NUM_THREADS"):
         other = os.environ.get(name, "") + "1"  # differs from pytest's, whatever that is
         assert _parent_of_run(env={name: other}) == os.getpid(), name
     assert _parent_of_run(fresh=True) == os.getpid()
     assert _parent_of_run(env={"OOTCI_ANYTHING": "1"}) == server
+    # Read at the runtime's first query, not by the import: forks, with the run's value.
+    for name in _preloaded.FIRST_USE_NAMES:
+        assert _parent_of_run(env={name: "1"}) == server, name
+
+
+@pytest.mark.parametrize("count", ["3", "0"])
+def test_a_fork_counts_the_devices_its_own_environment_sets(count):
+    # The server imported torch (and torch_openreg) with pytest's environment: nothing in
+    # it may have asked the runtime for the device count, or a fork would report that one.
+    r = run_python("import os, torch, torch_openreg\n"
+                   "print(os.getppid(), torch.openreg.device_count())",
+                   env={"OPENREG_DEVICE_COUNT": count, "SHMREG_DEVICE_COUNT": count})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(_server().proc.pid), count]
+
+
+def test_a_fork_gets_the_device_memory_its_own_environment_sets():
+    r = run_python("import os, torch, torch_openreg\n"
+                   "print(os.getppid(), torch.openreg.mem_get_info(0)[1])",
+                   env={"OPENREG_DEVICE_MEMORY": str(64 << 20),
+                        "SHMREG_DEVICE_MEMORY": str(64 << 20)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(_server().proc.pid), str(64 << 20)]
 
 
 def test_a_change_to_pytests_own_environment_restarts_the_server(monkeypatch):
@@ -154,10 +177,33 @@ def test_a_change_to_pytests_own_environment_restarts_the_server(monkeypatch):
     assert int(parent) == _server().proc.pid
 
 
+def test_a_preload_script_serves_forks_of_its_own(tmp_path):
+    # run_preloaded (test_codegen.py's generator runs): a server that ran the script
+    # instead of `import torch`, with the same contract for its runs.
+    script = tmp_path / "warm.py"
+    script.write_text("import decimal\n")
+    code = "import os, sys; print(os.getppid(), 'decimal' in sys.modules, 'torch' in sys.modules)"
+    env = dict(os.environ)
+    first = _preloaded.run_preloaded(str(script), code, env=env, cwd=str(tmp_path), timeout=60)
+    again = _preloaded.run_preloaded(str(script), code, env=env, cwd=str(tmp_path), timeout=60)
+    assert first.returncode == 0, first.stderr
+    parent, warm, torch_loaded = first.stdout.split()
+    assert (warm, torch_loaded) == ("True", "False")
+    assert int(parent) not in (os.getpid(), _server().proc.pid)
+    assert again.stdout == first.stdout  # the same server's fork
+    crash = _preloaded.run_preloaded(str(script), "import os; os.abort()", env=env,
+                                     cwd=str(tmp_path), timeout=60)
+    assert crash.returncode == -signal.SIGABRT
+    fresh = _preloaded.run_preloaded(str(script), code, env=dict(env, PYTHONHASHSEED="7"),
+                                     cwd=str(tmp_path), timeout=60)
+    assert int(fresh.stdout.split()[0]) == os.getpid()  # an import-time variable: fresh
+
+
 def test_import_time_differences_compares_both_ways():
     diff = _preloaded.import_time_differences
     assert diff({"PATH": "a", "TORCH_X": "1"}, {"PATH": "b", "TORCH_X": "1"}) == []
-    assert diff({"OPENREG_DEVICE_COUNT": "3"}, {}) == ["OPENREG_DEVICE_COUNT"]
+    assert diff({"OPENREG_NATIVE_KERNELS": "0"}, {}) == ["OPENREG_NATIVE_KERNELS"]
+    assert diff({"OPENREG_DEVICE_COUNT": "3", "SHMREG_DEVICE_MEMORY": "1"}, {}) == []
     assert diff({}, {"LD_PRELOAD": "x.so"}) == ["LD_PRELOAD"]
     assert diff({"LANG": "C"}, {"LANG": "C.UTF-8"}) == ["LANG"]
 

@@ -78,17 +78,22 @@ struct OpenRegDeviceAllocator::Impl {
     std::deque<std::pair<rtEvent_t, Block*>> pending; // cross-stream frees
   };
 
-  std::vector<std::unique_ptr<Device>> devices;
-
-  Impl() {
-    for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
-      devices.push_back(std::make_unique<Device>());
-    }
+  // Sized at the first use, not when the library loads (this allocator is
+  // registered by a static initialiser): the runtime reads OPENREG_DEVICE_COUNT at
+  // its first query, so a process forked before any device use (the test suite's
+  // preloaded interpreter) still gets the count its own environment sets.
+  std::vector<std::unique_ptr<Device>>& all() {
+    std::call_once(sized_, [this] {
+      for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
+        devices_.push_back(std::make_unique<Device>());
+      }
+    });
+    return devices_;
   }
 
   Device& get(c10::DeviceIndex device) {
     check_device_index(device);
-    return *devices[device];
+    return *all()[device];
   }
 
   // [allocator-malloc]
@@ -162,7 +167,7 @@ struct OpenRegDeviceAllocator::Impl {
 
   // [allocator-free]
   void free(Block* block) {
-    auto& d = *devices[block->device];
+    auto& d = *all()[block->device];
     std::lock_guard<std::mutex> lock(d.mutex);
     d.active.erase(block->ptr);
     update(d.stats.allocation, block->size, -1);
@@ -213,6 +218,10 @@ struct OpenRegDeviceAllocator::Impl {
     }
     d.cached.clear();
   }
+
+ private:
+  std::once_flag sized_;
+  std::vector<std::unique_ptr<Device>> devices_;
 };
 
 namespace {
@@ -254,7 +263,7 @@ bool OpenRegDeviceAllocator::initialized() {
 }
 
 void OpenRegDeviceAllocator::emptyCache(c10::MempoolId_t) {
-  for (auto& d : impl_->devices) {
+  for (auto& d : impl_->all()) {
     std::lock_guard<std::mutex> lock(d->mutex);
     impl_->process_events(*d, /*wait=*/true);
     impl_->release_cached(*d);
