@@ -86,7 +86,8 @@ def tu_cpu(log: Path) -> list[tuple[float, str]]:
         if len(parts) < 3 or "-o" not in parts:
             continue
         target = parts[parts.index("-o") + 1]
-        rows.append((float(parts[0]) + float(parts[1]), target.split(".dir/")[-1]))
+        # <target>.dir/<file>: unity sources are unity_0_cxx.cxx in every target
+        rows.append((float(parts[0]) + float(parts[1]), target.split("CMakeFiles/")[-1]))
     return sorted(rows, reverse=True)
 
 

@@ -1,4 +1,4 @@
-# Precompiled torch headers for libtorch_openreg and its bindings.
+# Precompiled torch headers for libtorch_openreg (kernels and glue) and its bindings.
 #
 # Included once, at the end of backend/CMakeLists.txt, after the targets exist.
 # Every ATen-layer translation unit parses the same torch headers (Tensor, the
@@ -29,30 +29,27 @@ set(OPENREG_PCH_HEADERS
   <ATen/ops/empty.h>
   <c10/core/Scalar.h>
   <c10/core/DeviceGuard.h>)
-target_precompile_headers(torch_openreg PRIVATE ${OPENREG_PCH_HEADERS})
+target_precompile_headers(torch_openreg_kernels PRIVATE ${OPENREG_PCH_HEADERS})
 
-# c10-only sources of the ATen-layer target: loading the PCH would cost them
-# more than it saves (gcc instantiates the PCH's pending templates in every TU).
-# With OPENREG_UNITY they are one unity group, `transport` (the generated file
-# is named by CMake: <target>.dir/Unity/unity_<group>_cxx.cxx).
-set_source_files_properties(
-  ${_csrc}/distributed/Reduce.cpp ${_csrc}/distributed/ShmTransport.cpp
-  ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/torch_openreg.dir/Unity/unity_transport_cxx.cxx
-  TARGET_DIRECTORY torch_openreg PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+# The c10-only transport (torch_openreg_transport) and the runtime layer do
+# not use it: loading the PCH would cost them more than it saves (gcc
+# instantiates the PCH's pending templates in every TU).
 
 # The bindings compile with the same ABI/PIC/standard/AT_PER_OPERATOR_HEADERS
-# flags, so torch_openreg's PCH is valid for them (gcc checks, and CMake adds
+# flags, so the kernels' PCH is valid for them (gcc checks, and CMake adds
 # -Winvalid-pch so a mismatch shows as a warning, not a silent reparse). gcc
-# rejects a PCH made with a macro the user does not define, and CMake defines
-# torch_openreg_EXPORTS for the library's sources: nothing of ours reads it.
-set_target_properties(torch_openreg PROPERTIES DEFINE_SYMBOL "")
-target_precompile_headers(torch_bindings REUSE_FROM torch_openreg)
+# rejects a PCH made with a macro the user does not define: the PCH is made
+# in an OBJECT library, for which CMake defines no <target>_EXPORTS.
+target_precompile_headers(torch_bindings REUSE_FROM torch_openreg_kernels)
+# The glue (-O1) too: gcc takes an -O3 PCH in an -O1 TU (both define
+# __OPTIMIZE__; -Winvalid-pch would say otherwise).
+target_precompile_headers(torch_openreg_glue REUSE_FROM torch_openreg_kernels)
 
 # ccache and gcc PCHs: ccache only caches a TU that uses a PCH when it is told
 # the PCH's defines and __TIME__ may differ (sloppiness) and gcc leaves a
 # marker of the PCH in the preprocessed output (-fpch-preprocess). Only for
 # our targets, and only when the build uses ccache as its launcher.
-foreach(_pch_target torch_openreg torch_bindings)
+foreach(_pch_target torch_openreg_kernels torch_openreg_glue torch_bindings)
   get_target_property(_launcher ${_pch_target} CXX_COMPILER_LAUNCHER)
   if(_launcher)
     list(GET _launcher 0 _launcher_exe)

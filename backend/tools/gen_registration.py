@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -45,6 +47,27 @@ def filter_source(source: dict, known: set[str]) -> tuple[dict, list[str]]:
     if "symint" in source:
         filtered["symint"] = [op for op in source.get("symint") or [] if op in known]
     return filtered, missing
+
+
+REGISTRATION = "RegisterPrivateUse1.cpp"
+
+# torchgen registers each wrapper with TORCH_FN(wrapper): a compile-time
+# function pointer, so c10 instantiates the boxing code (IValue stack to
+# arguments and back) and the unboxed thunk once per op, ~150 times. Passed as
+# a plain function pointer (`m.impl(name, &wrapper)`, torch::CppFunction's
+# other constructor) the kernel functor holds the pointer at run time, and
+# those templates are instantiated once per C++ signature (62 for ~150 ops),
+# which takes ~4 CPU-s off the `registration` unity group (docs/build.md).
+# The kernel is still registered unboxed and boxed, with the same CppSignature
+# and inferred schema: an unboxed call (at::add from C++, torch.add from
+# Python) stays unboxed and pays one indirect call more (docs/build.md,
+# benchmarks/backend_ops.py).
+_TORCH_FN_WRAPPER = re.compile(r"TORCH_FN\((wrapper_\w+)\)")
+
+
+def register_by_pointer(registration: str) -> str:
+    """The generated registration with `TORCH_FN(wrapper_X)` as `&wrapper_X`."""
+    return _TORCH_FN_WRAPPER.sub(r"&\1", registration)
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -82,11 +105,20 @@ def generate(source_yaml: Path, output_dir: Path) -> list[str]:
     registration_options = {}
     if "per_operator_headers" in inspect.signature(stubs.gen_dispatcher_registrations).parameters:
         registration_options["per_operator_headers"] = True
-    stubs.gen_dispatcher_registrations(
-        fm, str(output_dir), backend.class_name, backend.backend_indices, grouped,
-        backend.backend_key, backend.backend_key, SelectiveBuilder.get_nop_selector(),
-        **registration_options,
-    )
+    # The registration is written to a scratch directory first and rewritten
+    # (register_by_pointer) into output_dir, only if that changes its content.
+    with tempfile.TemporaryDirectory() as scratch:
+        stubs.gen_dispatcher_registrations(
+            FileManager(install_dir=scratch, template_dir=str(aten_dir / "templates"), dry_run=False),
+            str(output_dir), backend.class_name, backend.backend_indices, grouped,
+            backend.backend_key, backend.backend_key, SelectiveBuilder.get_nop_selector(),
+            **registration_options,
+        )
+        for generated in Path(scratch).iterdir():
+            text = generated.read_text()
+            if generated.name == REGISTRATION:
+                text = register_by_pointer(text)
+            write_if_changed(output_dir / generated.name, text)
     return missing
 
 
