@@ -1,7 +1,8 @@
 """The client of the preloaded interpreter (``_preloaded_server.py``): `python -c` runs
 for the suite's crash, fork and subprocess tests without paying `import torch` each time.
 
-One server per pytest process, started at the first run and shut down at exit (waited
+One server per pytest process (and one per preload script, ``run_preloaded``), started at
+the first run and shut down at exit (waited
 for, so its CPU and its children's is in pytest's rusage like a subprocess's). A run
 returns what ``subprocess.run([sys.executable, "-c", code], capture_output=True,
 text=True, ...)`` returns, and raises ``subprocess.TimeoutExpired`` the same way, after
@@ -210,91 +211,74 @@ def _text(data: bytes) -> str:
     return io.TextIOWrapper(io.BytesIO(data)).read()
 
 
-_server: Server | None = None
-_owner = os.getpid()
-_cannot_start: str | None = None  # once it failed to start, runs are fresh
+# This process's servers by preload script (None: `import torch`), each with the pid that
+# started it: a fork of pytest does not share its parent's servers.
+_servers: dict[str | None, tuple[int, Server]] = {}
+_cannot_start: dict[str | None, str] = {}  # once one failed to start, its runs are fresh
 
 
-def server(env: dict[str, str]) -> Server:
-    """This process's server, (re)started with ``env`` when there is none, it died, or it
-    started from other import-time values than ``env`` has: pytest's own environment can
-    change (torch 2.9's Inductor sets TORCHINDUCTOR_CACHE_DIR on its first compile), and a
-    fork would carry the old values."""
-    global _server, _owner
-    if _server is not None and (_owner != os.getpid() or not _server.alive()
-                                or import_time_differences(env, _server.env)):
-        if _owner == os.getpid():
-            _server.close()
-        _server = None  # a fork of pytest does not share its parent's server
-    if _server is None:
-        _server = Server(env)
-        _owner = os.getpid()
-    return _server
+def server(env: dict[str, str], preload: str | None = None) -> Server:
+    """This process's server for ``preload``, (re)started with ``env`` when there is none,
+    it died, or it started from other import-time values than ``env`` has: pytest's own
+    environment can change (torch 2.9's Inductor sets TORCHINDUCTOR_CACHE_DIR on its first
+    compile), and a fork would carry the old values."""
+    owner, known = _servers.get(preload, (None, None))
+    if known is not None and (owner != os.getpid() or not known.alive()
+                              or import_time_differences(env, known.env)):
+        if owner == os.getpid():
+            known.close()
+        known = None
+    if known is None:
+        known = Server(env, preload)
+        _servers[preload] = (os.getpid(), known)
+    return known
 
 
-def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None
-        ) -> subprocess.CompletedProcess[str] | None:
-    """``code`` run as `python -c` in a fork of the preloaded interpreter; None when that
-    cannot be the same as a fresh interpreter (``env`` differs in an import-time variable
-    from the server's) or the server cannot start (a fresh run shows why)."""
-    global _cannot_start
-    if _cannot_start is not None:
+def current(preload: str | None = None) -> Server | None:
+    """The server this process started for ``preload``, if any."""
+    owner, known = _servers.get(preload, (None, None))
+    return known if owner == os.getpid() else None
+
+
+def run(code: str, *, env: dict[str, str], cwd: str, timeout: float | None,
+        preload: str | None = None) -> subprocess.CompletedProcess[str] | None:
+    """``code`` run as `python -c` in a fork of the preloaded interpreter (one that ran the
+    script ``preload`` instead of `import torch`, given one: to warm a cache each run would
+    fill again); None when that cannot be the same as a fresh interpreter (``env`` differs
+    in an import-time variable from the server's) or the server cannot start (a fresh run
+    shows why)."""
+    if preload in _cannot_start:
         return None
     base = dict(os.environ)
     if import_time_differences(env, base):
         return None  # the run itself sets them: only a fresh interpreter reads them
     try:
-        return server(base).run(code, env=env, cwd=cwd, timeout=timeout)
+        return server(base, preload).run(code, env=env, cwd=cwd, timeout=timeout)
     except (BrokenPipeError, ConnectionResetError):
         # It died between runs (before this one started): once more with a new one.
-        return server(base).run(code, env=env, cwd=cwd, timeout=timeout)
+        return server(base, preload).run(code, env=env, cwd=cwd, timeout=timeout)
     except ServerDied as exc:
         if "did not start" not in str(exc):
             raise
-        _cannot_start = str(exc)
+        _cannot_start[preload] = str(exc)
         return None
-
-
-# Servers that run a preload script instead of `import torch` (``run_preloaded``), by script.
-_script_servers: dict[str, tuple[int, Server]] = {}
 
 
 def run_preloaded(preload: str, code: str, *, env: dict[str, str], cwd: str,
                   timeout: float | None) -> subprocess.CompletedProcess[str]:
-    """``code`` run as `python -c` in a fork of a server that ran the script ``preload``
-    (e.g. to warm a parse cache that each run would otherwise fill again): the same
-    contract as ``run``. A run that sets an import-time variable, or whose server cannot
-    start, gets a fresh interpreter (this server never imported torch, but a run may)."""
-    base = dict(os.environ)
-    if not import_time_differences(env, base):
-        owner, known = _script_servers.get(preload, (None, None))
-        if known is not None and (owner != os.getpid() or not known.alive()
-                                  or import_time_differences(base, known.env)):
-            if owner == os.getpid():
-                known.close()
-            known = None
-        try:
-            if known is None:
-                known = Server(base, preload)
-                _script_servers[preload] = (os.getpid(), known)
-            return known.run(code, env=env, cwd=cwd, timeout=timeout)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # it died between runs (before this one started): this one runs fresh
-        except ServerDied as exc:
-            if "did not start" not in str(exc):
-                raise
+    """``run`` in a fork of the server that ran ``preload``, or in a fresh interpreter where
+    ``run`` cannot (test_codegen.py's generator runs)."""
+    done = run(code, env=env, cwd=cwd, timeout=timeout, preload=preload)
+    if done is not None:
+        return done
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=cwd)
 
 
 @atexit.register
 def shutdown() -> None:
-    global _server
-    if _server is not None and _owner == os.getpid():
-        _server.close()
-    _server = None
-    for owner, known in _script_servers.values():
+    for owner, known in _servers.values():
         if owner == os.getpid():
             known.close()
-    _script_servers.clear()
+    _servers.clear()
 

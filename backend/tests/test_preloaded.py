@@ -27,8 +27,9 @@ def run_python(code: str, **kwargs) -> subprocess.CompletedProcess[str]:
 
 def _server() -> _preloaded.Server:
     run_python("pass")  # started (or restarted) the way the suite's runs start it
-    assert _preloaded._server is not None
-    return _preloaded._server
+    known = _preloaded.current()
+    assert known is not None
+    return known
 
 
 def _parent_of_run(**kwargs) -> int:
@@ -228,7 +229,7 @@ def test_a_killed_server_is_restarted():
     old.wait()
     r = run_python("import os; print(os.getppid())")
     assert r.returncode == 0
-    assert int(r.stdout) == _preloaded._server.proc.pid != old.pid
+    assert int(r.stdout) == _server().proc.pid != old.pid
 
 
 def test_a_server_dying_mid_run_takes_the_run_along(tmp_path):

@@ -75,18 +75,25 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text)
 
 
+def parse_torch_yaml(aten_dir: Path):
+    """torch's native_functions.yaml, parsed by torchgen (which keeps it per path in the
+    process: tests/_torchgen_warm.py parses it once for the suite's generator runs)."""
+    from torchgen.gen import parse_native_yaml
+
+    return parse_native_yaml(str(aten_dir / "native" / "native_functions.yaml"),
+                             str(aten_dir / "native" / "tags.yaml"))
+
+
 def generate(source_yaml: Path, output_dir: Path) -> list[str]:
     from torchgen import gen_backend_stubs as stubs
-    from torchgen.gen import get_grouped_native_functions, parse_native_yaml
+    from torchgen.gen import get_grouped_native_functions
     from torchgen.selective_build.selector import SelectiveBuilder
     from torchgen.utils import FileManager
 
     aten_dir = packaged_aten_dir()
     output_dir.mkdir(parents=True, exist_ok=True)
     source = yaml.safe_load(source_yaml.read_text())
-    parsed = parse_native_yaml(
-        str(aten_dir / "native" / "native_functions.yaml"), str(aten_dir / "native" / "tags.yaml")
-    )
+    parsed = parse_torch_yaml(aten_dir)
     known = {str(f.func.name) for f in parsed.native_functions}
     filtered, missing = filter_source(source, known)
     filtered_yaml = output_dir / "native_functions.yaml"
