@@ -6,13 +6,19 @@ running interpreter, exactly as backend/setup.py does. Prints one line per
 measurement; all three come from the same run on the same machine.
 
     flock /tmp/openreg-build.lock .venv/bin/python benchmarks/backend_build.py \
-        [--jobs 2] [--keep] [--baseline-ref main] [-- -DOPENREG_PCH=OFF ...]
+        [--jobs 2] [--keep] [--baseline-ref main [--rounds 3]] [-- -DOPENREG_PCH=OFF ...]
 
 --baseline-ref builds the backend/ of that git ref first, in the same run, and
 prints each figure of this tree as a ratio to it. CPU-s are the children's
 resource usage (what counts on a shared machine); "floor s" is CPU-s / jobs,
 the least wall time that work can take on that many cores. Every compile runs
 under /usr/bin/time, so the slowest translation units are listed by CPU-s.
+
+One round's CPU ratio is worth about +-0.06 on a virtual machine whose per-core
+speed drifts (the same two trees gave 0.60x and 0.70x in consecutive runs):
+--rounds N builds both trees N times, alternating which goes first, prints
+every round's cold-build ratio and their median, and the tables of the median
+round.
 
 Targets (2-core machine): cold <= 90 s, no-op <= 2 s; cold CPU-s <= 0.6x of
 the build before the precompiled-header rework (issue #31).
@@ -24,6 +30,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -141,28 +148,48 @@ def measure(backend: Path, tmp: Path, jobs: int, cmake_args: list[str]) -> Measu
                      "one-file rebuild": one_file}, tus)
 
 
+def cold_ratio(results: dict[str, Measured], baseline: str) -> float:
+    """This tree's cold-build CPU-s over the baseline's."""
+    return results["this tree"].steps["cold build"][1] / results[baseline].steps["cold build"][1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep the temp build dir")
     parser.add_argument("--baseline-ref", help="git ref whose backend/ is built first, for ratios")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --baseline-ref: build both trees this many times, alternating")
     parser.add_argument("--top", type=int, default=8, help="how many of the slowest TUs to list")
     parser.add_argument("cmake_args", nargs="*", help="extra -D options for the configure step")
     args = parser.parse_args()
 
+    if args.rounds < 1 or (args.rounds > 1 and not args.baseline_ref):
+        parser.error("--rounds needs --baseline-ref and a count >= 1")
     env_ccache = shutil.which("ccache")
     tmp = Path(tempfile.mkdtemp(prefix="openreg-build-bench-"))
-    results: dict[str, Measured] = {}
+    rounds: list[dict[str, Measured]] = []
     load_before = os.getloadavg()[0]
     try:
-        this_src = snapshot(tmp / "this-src")
+        sources = {"this tree": snapshot(tmp / "this-src")}
         if args.baseline_ref:
-            base_src = export_ref(args.baseline_ref, tmp / "baseline-src")
-            results[args.baseline_ref] = measure(base_src, tmp / "baseline", args.jobs, args.cmake_args)
-        results["this tree"] = measure(this_src, tmp / "this", args.jobs, args.cmake_args)
+            sources = {args.baseline_ref: export_ref(args.baseline_ref, tmp / "baseline-src"),
+                       **sources}
+        for n in range(args.rounds):
+            order = list(sources) if n % 2 == 0 else list(reversed(sources))
+            measured = {label: measure(sources[label], tmp / f"round{n}-{i}", args.jobs,
+                                       args.cmake_args) for i, label in enumerate(order)}
+            rounds.append({label: measured[label] for label in sources})
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
+    results = rounds[0]
+    if args.baseline_ref:
+        ratios = [cold_ratio(r, args.baseline_ref) for r in rounds]
+        results = rounds[ratios.index(statistics.median_low(ratios))]
+        if args.rounds > 1:
+            print(f"cold build CPU ratio per round: {' '.join(f'{r:.2f}x' for r in ratios)}; "
+                  f"median {statistics.median(ratios):.2f}x (tables below: the median round)")
 
     import torch
 
