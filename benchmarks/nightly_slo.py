@@ -47,7 +47,7 @@ from service.commands.backends import add_backend  # noqa: E402
 from service.db import make_engine, session_scope  # noqa: E402
 from service.domain.verification import unified_patch  # noqa: E402
 from service.migrate import upgrade  # noqa: E402
-from service.models import Backend, Breakage, CulpritVerification, Run  # noqa: E402
+from service.models import Backend, Breakage, CulpritVerification, Run, Step  # noqa: E402
 from tests.support.fake_github import FakeGitHub  # noqa: E402
 from tests.support.fake_torch import NightlyIndex  # noqa: E402
 from tests.support.header_backend import ALLOCATOR_H, ALLOCATOR_H_CONST, write_header_backend  # noqa: E402
@@ -286,6 +286,44 @@ def _report(engine: Any, red: Night, t0: float, label_seen: float | None,
     print(f"verdicts: last at {last_verdict:.1f} s after publication, {work:.1f} s after the "
           f"first claim; CPU floor {use.floor_s:.1f} s -> {work / use.floor_s:.2f}x the floor "
           f"(target <= {TARGET_FLOOR_RATIO}x)")
+    _print_slots(engine, [*runs, *verify_runs], first_claim + t0, last_verdict + t0)
+
+
+def _print_slots(engine: Any, runs: list[Run], start: float, end: float, slots: int = 2) -> None:
+    """Where the worker slots' wall time went between the matrix's first claim and its last
+    verdict: inside runs (their steps, and the pipeline around them), between a slot's runs
+    (hand-off: the ack, the next message, the claim), and idle before a slot's first run or
+    after its last. A slot is a Celery pool process; the runs do not say which, so each run
+    goes to the slot that became free last before it started (exact when no two runs on
+    one slot overlap, as with ``-c 1`` workers)."""
+    with session_scope(engine) as s:
+        steps: dict[int, float] = {}
+        for run_id, duration in s.execute(select(Step.run_id, Step.duration_s).where(
+                Step.run_id.in_([r.id for r in runs]))):
+            steps[run_id] = steps.get(run_id, 0.0) + (duration or 0.0)
+    timed = sorted((_ts(r.started_at) or 0.0, _ts(r.finished_at) or 0.0, r.id) for r in runs
+                    if r.started_at and r.finished_at)
+    lanes: list[list[tuple[float, float, int]]] = [[] for _ in range(slots)]
+    for run in timed:
+        free = [lane for lane in lanes if not lane or lane[-1][1] <= run[0]]
+        lane = max(free, key=lambda ln: ln[-1][1] if ln else -1.0) if free else min(
+            lanes, key=lambda ln: ln[-1][1])
+        lane.append(run)
+    print("worker slots (s): runs | in steps | outside steps | between runs | idle at the ends")
+    for n, lane in enumerate(lanes):
+        if not lane:
+            print(f"  slot {n}: no runs, idle {end - start:.1f}")
+            continue
+        inside = sum(b - a for a, b, _ in lane)
+        in_steps = sum(steps.get(i, 0.0) for _, _, i in lane)
+        between = sum(max(0.0, nxt[0] - cur[1]) for cur, nxt in zip(lane, lane[1:], strict=False))
+        ends = max(0.0, lane[0][0] - start) + max(0.0, end - lane[-1][1])
+        print(f"  slot {n}: {len(lane)} runs | {in_steps:.1f} | {inside - in_steps:.1f} | "
+              f"{between:.1f} | {ends:.1f}")
+        gaps = [f"{cur[1] - start:.1f}-{nxt[0] - start:.1f}"
+                 for cur, nxt in zip(lane, lane[1:], strict=False) if nxt[0] - cur[1] > 0.5]
+        if gaps:
+            print(f"    hand-offs over 0.5 s (s after the first claim): {', '.join(gaps)}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ worker consuming from it, must never meet another file's queue there. Redis has 
 
 from __future__ import annotations
 
+POOL_REUSE = 2
 WORKER_TASKS = 3
 LOG_VIEWS = 4
 WORKER_DISTRIBUTION = 5
