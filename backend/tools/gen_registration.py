@@ -57,7 +57,7 @@ REGISTRATION = "RegisterPrivateUse1.cpp"
 # a plain function pointer (`m.impl(name, &wrapper)`, torch::CppFunction's
 # other constructor) the kernel functor holds the pointer at run time, and
 # those templates are instantiated once per C++ signature (62 for ~150 ops),
-# which takes ~4 CPU-s off the `registration` unity group (docs/build.md).
+# which took ~4 CPU-s off the glue's compile (docs/build.md).
 # The kernel is still registered unboxed and boxed, with the same CppSignature
 # and inferred schema: an unboxed call (at::add from C++, torch.add from
 # Python) stays unboxed and pays one indirect call more (docs/build.md,
