@@ -189,3 +189,39 @@ def test_binary_cross_entropy_is_banned_under_autocast_as_on_cuda():
     # Outside autocast the op is allowed and matches CPU.
     torch.testing.assert_close(torch.nn.functional.binary_cross_entropy(p, t).cpu(),
                                torch.nn.functional.binary_cross_entropy(p.cpu(), t.cpu()))
+
+
+# The policy kernel reads each op's arguments from its schema (csrc/amp/Autocast.cpp,
+# [autocast-policy]); one case per kind of argument and policy branch, each with the dtype
+# ATen's typed wrappers give.
+@pytest.mark.parametrize("dtype", LOWER)
+def test_policy_casts_each_kind_of_argument(dtype):
+    x = torch.rand(2, 4, device=DEVICE_TYPE)  # float32
+    low = x.to(dtype)
+    with torch.autocast(DEVICE_TYPE, dtype=dtype):
+        # lower_precision_fp: a present Tensor? (the float32 bias) is cast with the rest,
+        # or the matmul would see mixed dtypes.
+        assert torch.nn.functional.linear(x, x, x[0, :2]).dtype == dtype
+        # lower_precision_fp: every tensor of a Tensor[].
+        assert torch.einsum("ij,jk->ik", x, x.t()).dtype == dtype
+        assert torch.linalg.multi_dot([x, x.t(), x]).dtype == dtype
+        # fp32 with Tensor? arguments present and absent.
+        assert torch.nn.functional.layer_norm(low, (4,), low[0], low[0]).dtype == torch.float32
+        assert torch.nn.functional.layer_norm(low, (4,)).dtype == torch.float32
+        # fp32_set_opt_dtype: an explicit dtype is kept; an ineligible first argument
+        # (an integer tensor) leaves the dtype unset.
+        assert torch.softmax(low, 0, dtype=torch.float64).dtype == torch.float64
+        assert torch.sum(low, dim=[0]).dtype == torch.float32
+        ints = torch.arange(4, device=DEVICE_TYPE)
+        assert torch.cumsum(ints, 0).dtype == torch.int64
+        # promote: the widest of the floating Tensor arguments; double is ignored.
+        assert torch.addcmul(low, low, low).dtype == dtype
+        assert torch.addcmul(low, x, low).dtype == torch.float32
+        assert torch.atan2(low, low.double()).dtype == torch.float64
+        # promote with a Tensor?[] (index_put's indices pass through untouched).
+        put = torch.index_put(low, (torch.tensor([0, 1], device=DEVICE_TYPE),), x[:, 0:1].t().reshape(2, 1))
+        assert put.dtype == torch.float32
+    expected = torch.nn.functional.layer_norm(low.cpu().float(), (4,), low[0].cpu().float(), low[0].cpu().float())
+    with torch.autocast(DEVICE_TYPE, dtype=dtype):
+        got = torch.nn.functional.layer_norm(low, (4,), low[0], low[0])
+    torch.testing.assert_close(got.cpu(), expected)
