@@ -49,7 +49,7 @@ Tensor binary_cross_entropy_banned(const Tensor&, const Tensor&, const std::opti
 // ATen's cast policies applied by one boxed kernel to every listed op: the
 // same helpers KERNEL_PRIVATEUSEONE's wrappers use (is_eligible, prioritize,
 // cached_cast), in a loop over the op's arguments on the stack instead of one
-// template per op. ~115 per-op wrappers and their boxing code were a tenth of
+// template per op. ~115 per-op wrappers and their boxing code were a sixth of
 // the ATen layer's compile (docs/build.md); the price is one boxing round
 // trip per op under autocast. The argument kinds follow the wrappers'
 // overloads: Tensor, Tensor? and Tensor[] are cast; Tensor?[] (index_put's
