@@ -10,6 +10,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <memory>
+#include <mutex>
 
 namespace openreg::amp {
 namespace {
@@ -90,12 +91,14 @@ class AutocastKernel final : public c10::OperatorKernel {
 
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastPrivateUse1);
-    const auto& schema_args = op.schema().arguments();
-    ArgKinds kinds;
-    for (const auto& arg : schema_args) {
-      kinds.push_back(kind_of(arg));
-    }
-    c10::IValue* args = stack->data() + (stack->size() - schema_args.size());
+    // Each kernel is registered for one op: its argument kinds are read once.
+    std::call_once(kinds_read_, [&] {
+      for (const auto& arg : op.schema().arguments()) {
+        kinds_.push_back(kind_of(arg));
+      }
+    });
+    const ArgKinds& kinds = kinds_;
+    c10::IValue* args = stack->data() + (stack->size() - kinds.size());
     const auto lower = at::autocast::get_lower_precision_fp_from_device_type(kDevice);
     switch (policy_) {
       case CastPolicy::lower_precision_fp:
@@ -128,7 +131,7 @@ class AutocastKernel final : public c10::OperatorKernel {
       if (kinds[i] == ArgKind::kTensor) {
         current = at::autocast::prioritize(current, args[i].toTensor(), kDevice);
       } else if (kinds[i] == ArgKind::kTensorList) {
-        for (const at::Tensor& t : args[i].toTensorList().vec()) {
+        for (const at::Tensor t : args[i].toTensorList()) {
           current = at::autocast::prioritize(current, t, kDevice);
         }
       }
@@ -142,7 +145,7 @@ class AutocastKernel final : public c10::OperatorKernel {
         args[i] = at::autocast::cached_cast(to, args[i].toTensor(), kDevice);
       } else if (kinds[i] == ArgKind::kTensorList) {
         c10::List<at::Tensor> cast;
-        for (const at::Tensor& t : args[i].toTensorList().vec()) {
+        for (const at::Tensor t : args[i].toTensorList()) {
           cast.push_back(at::autocast::cached_cast(to, t, kDevice));
         }
         args[i] = std::move(cast);
@@ -151,6 +154,8 @@ class AutocastKernel final : public c10::OperatorKernel {
   }
 
   const CastPolicy policy_;
+  std::once_flag kinds_read_;
+  ArgKinds kinds_;
 };
 
 torch::CppFunction autocast_kernel(CastPolicy policy) {

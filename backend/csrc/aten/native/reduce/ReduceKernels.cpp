@@ -126,7 +126,7 @@ double sum_contiguous_f32(const float* p, int64_t n) {
     int64_t i = start;
     for (; i + kLanes <= stop; i += kLanes) {
       // Unrolled, so the lanes live in registers: at -O2 gcc would keep them in memory.
-#pragma GCC unroll 64
+#pragma GCC unroll kLanes
       for (int k = 0; k < kLanes; ++k) lanes[k] += p[i + k];
     }
     for (; i < stop; ++i) lanes[0] += p[i];
